@@ -1,0 +1,109 @@
+#include "services/common/auth.h"
+
+#include <openssl/rand.h>
+
+#include <array>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "services/common/status.h"
+#include "services/common/validation.h"
+
+namespace dcl {
+
+namespace {
+
+constexpr std::array<const char*, kRoleCount> kRoleNames = {"commerce", "dc-operator",
+                                                                 "customer", "admin"};
+
+absl::Status Unauthenticated(const std::string& message) {
+  return Error(absl::StatusCode::kUnauthenticated, v1::UNAUTHENTICATED_CALLER, message);
+}
+
+}  // namespace
+
+const char* RoleName(Role role) { return kRoleNames[static_cast<size_t>(role)]; }
+
+bool ParseRole(const std::string& name, Role* role) {
+  for (size_t i = 0; i < kRoleCount; ++i) {
+    if (kRoleNames[i] == name) {
+      *role = static_cast<Role>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Principal::Actor() const { return absl::StrCat(RoleName(role), ":", token_id); }
+
+std::string BearerToken(const std::string& authorization) {
+  constexpr absl::string_view kPrefix = "Bearer ";
+  if (!absl::StartsWith(authorization, kPrefix)) return "";
+  std::string token(
+      absl::StripAsciiWhitespace(absl::string_view(authorization).substr(kPrefix.size())));
+  if (token.empty() || token.size() > 256) return "";
+  return token;
+}
+
+absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token) {
+  if (token.empty()) return Unauthenticated("missing bearer token");
+  return pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<Principal> {
+    pqxx::result rows = tx.exec_params(
+        "SELECT t.id, t.org_id, t.role, t.subject, "
+        "       coalesce((SELECT enabled FROM feature_settings WHERE feature = 'datacenter'), "
+        "                false) "
+        "   AND coalesce((SELECT enabled FROM organization_feature_settings s "
+        "                 WHERE s.org_id = t.org_id AND s.feature = 'datacenter'), false) "
+        "FROM api_tokens t "
+        "WHERE t.token_sha256 = sha256(convert_to($1, 'UTF8')) AND t.revoked_at IS NULL",
+        token);
+    if (rows.empty()) return Unauthenticated("unknown or revoked token");
+    Principal principal;
+    principal.token_id = rows[0][0].as<std::string>();
+    principal.org_id = rows[0][1].as<std::string>();
+    if (!ParseRole(rows[0][2].as<std::string>(), &principal.role)) {
+      return Internal("token has an unknown role");
+    }
+    principal.subject = rows[0][3].as<std::string>();
+    principal.module_enabled = rows[0][4].as<bool>();
+    return principal;
+  });
+}
+
+absl::StatusOr<IssuedToken> CreateToken(DbPool& pool, const std::string& org, Role role,
+                                        const std::string& subject, const std::string& label) {
+  unsigned char random[32];
+  if (RAND_bytes(random, sizeof(random)) != 1) return Internal("no randomness for a token");
+  IssuedToken issued;
+  issued.token = "dcl_" + absl::BytesToHexString(
+                              absl::string_view(reinterpret_cast<char*>(random), sizeof(random)));
+  const std::string org_column = IsUuid(org) ? "id::text" : "name";
+  auto id = pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<std::string> {
+    pqxx::result rows = tx.exec_params(
+        "INSERT INTO api_tokens (org_id, role, subject, label, token_sha256) "
+        "SELECT id, $2, $3, $4, sha256(convert_to($5, 'UTF8')) FROM organizations "
+        "WHERE " + org_column + " = $1 RETURNING id",
+        org, RoleName(role), subject, label, issued.token);
+    if (rows.empty()) return NotFound("organization", org);
+    return rows[0][0].as<std::string>();
+  });
+  if (!id.ok()) return id.status();
+  issued.id = *id;
+  return issued;
+}
+
+absl::Status RevokeToken(DbPool& pool, const std::string& token_id) {
+  if (absl::Status valid = CheckId("token_id", token_id); !valid.ok()) return valid;
+  return pool.Transact([&](pqxx::work& tx) -> absl::Status {
+    pqxx::result rows = tx.exec_params(
+        "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 "
+        "RETURNING id",
+        token_id);
+    if (rows.empty()) return NotFound("token", token_id);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace dcl

@@ -1,0 +1,45 @@
+// Authentication: a bearer token resolves to a principal (organization, role). Tokens are
+// stored only as SHA-256 digests; a token is printed once, when it is created.
+#ifndef DCL_SERVICES_COMMON_AUTH_H_
+#define DCL_SERVICES_COMMON_AUTH_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "services/common/db.h"
+#include "services/common/rpc_catalog.h"
+
+namespace dcl {
+
+// Who is calling. Every query a handler runs is scoped by org_id.
+struct Principal {
+  std::string token_id;
+  std::string org_id;
+  Role role = Role::kCustomer;
+  std::string subject;          // role customer: the customer it speaks for
+  bool module_enabled = false;  // the datacenter module's switch for this organization
+  std::string Actor() const;    // for created_by / ended_by columns: "role:token_id"
+};
+
+// The token from an "authorization: Bearer <token>" value; "" when malformed.
+std::string BearerToken(const std::string& authorization);
+
+// Looks a token up by digest; unknown or revoked → UNAUTHENTICATED. Checked on every call, so a
+// revocation takes effect on the next call.
+absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token);
+
+struct IssuedToken {
+  std::string id;
+  std::string token;  // the clear text: shown once, never stored
+};
+
+// Creates a token for (org, role, subject); `org` is an organization id or name.
+absl::StatusOr<IssuedToken> CreateToken(DbPool& pool, const std::string& org, Role role,
+                                        const std::string& subject, const std::string& label);
+
+// Revokes a token by id; revoking twice is harmless.
+absl::Status RevokeToken(DbPool& pool, const std::string& token_id);
+
+}  // namespace dcl
+
+#endif  // DCL_SERVICES_COMMON_AUTH_H_

@@ -1,0 +1,150 @@
+#include "services/common/db.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status.h"
+
+namespace dcl {
+
+DbPool::DbPool(DbOptions options) : options_(std::move(options)) {}
+
+DbPool::~DbPool() { Close(); }
+
+DbPool::Lease::Lease(DbPool* pool, std::unique_ptr<pqxx::connection> conn)
+    : pool_(pool), conn_(std::move(conn)) {}
+
+DbPool::Lease::Lease(Lease&& other) noexcept
+    : pool_(other.pool_), conn_(std::move(other.conn_)), broken_(other.broken_) {
+  other.pool_ = nullptr;
+}
+
+DbPool::Lease::~Lease() {
+  if (pool_ != nullptr) pool_->Return(std::move(conn_), broken_);
+}
+
+std::unique_ptr<pqxx::connection> DbPool::Connect() {
+  auto conn = std::make_unique<pqxx::connection>(options_.url);
+  pqxx::nontransaction setup(*conn);
+  setup.exec(absl::StrCat("SET statement_timeout = ", options_.statement_timeout_ms,
+                          "; SET lock_timeout = ", options_.lock_timeout_ms,
+                          "; SET idle_in_transaction_session_timeout = ",
+                          options_.idle_in_transaction_timeout_ms,
+                          "; SET application_name = 'dcl'"));
+  return conn;
+}
+
+absl::StatusOr<DbPool::Lease> DbPool::Acquire(bool fresh) {
+  std::unique_ptr<pqxx::connection> conn;
+  {
+    absl::MutexLock lock(&mu_);
+    auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return closed_ || leased_ < options_.pool_size;
+    };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&has_room), options_.acquire_timeout)) {
+      return Error(absl::StatusCode::kUnavailable, v1::DATABASE_UNAVAILABLE,
+                   "no database connection free in time; retry");
+    }
+    if (closed_) {
+      return Error(absl::StatusCode::kUnavailable, v1::DATABASE_UNAVAILABLE,
+                   "the server is shutting down");
+    }
+    ++leased_;
+    if (fresh) {
+      idle_.clear();  // after a broken connection the idle ones are suspect too
+    } else if (!idle_.empty()) {
+      conn = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (conn == nullptr) {
+    try {
+      conn = Connect();
+    } catch (const std::exception& e) {
+      Return(nullptr, /*broken=*/true);
+      return DbErrorToStatus(e);
+    }
+  }
+  return Lease(this, std::move(conn));
+}
+
+void DbPool::Return(std::unique_ptr<pqxx::connection> conn, bool broken) {
+  absl::MutexLock lock(&mu_);
+  --leased_;
+  if (conn == nullptr || broken || closed_ || !conn->is_open()) return;  // dropped, closed
+  idle_.push_back(std::move(conn));
+}
+
+absl::Status DbPool::Ping() {
+  return Transact([](pqxx::work& tx) -> absl::Status {
+    tx.exec("SELECT 1");
+    return absl::OkStatus();
+  });
+}
+
+void DbPool::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  idle_.clear();
+}
+
+Savepoint::Savepoint(pqxx::transaction_base& tx, std::string name)
+    : tx_(tx), name_(std::move(name)) {
+  tx_.exec("SAVEPOINT " + name_);
+}
+
+Savepoint::~Savepoint() {
+  if (!active_) return;
+  try {
+    Rollback();
+  } catch (const std::exception& e) {
+    // The transaction is unusable anyway; its owner sees the failure on the next statement.
+    spdlog::warn("rollback to savepoint {} failed: {}", name_, e.what());
+  }
+}
+
+void Savepoint::Release() {
+  active_ = false;
+  tx_.exec("RELEASE SAVEPOINT " + name_);
+}
+
+void Savepoint::Rollback() {
+  active_ = false;
+  tx_.exec("ROLLBACK TO SAVEPOINT " + name_);
+  tx_.exec("RELEASE SAVEPOINT " + name_);
+}
+
+std::string TextArrayLiteral(const std::vector<std::optional<std::string>>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    if (!values[i]) {
+      out += "NULL";
+      continue;
+    }
+    out += '"';
+    for (char c : *values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+GuardedResult GuardedExec(pqxx::transaction_base& tx, const std::string& stmt,
+                          const std::vector<std::optional<std::string>>& args) {
+  pqxx::row row = tx.exec_params1(
+      "SELECT returned, affected, violated_constraint, violated_sqlstate "
+      "FROM dcl_guarded_exec($1, $2::text[])",
+      stmt, TextArrayLiteral(args));
+  GuardedResult result;
+  if (!row[0].is_null()) result.returned = row[0].as<std::string>();
+  result.affected = row[1].is_null() ? 0 : row[1].as<int64_t>();
+  if (!row[2].is_null()) result.violated_constraint = row[2].as<std::string>();
+  if (!row[3].is_null()) result.violated_sqlstate = row[3].as<std::string>();
+  return result;
+}
+
+}  // namespace dcl

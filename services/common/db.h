@@ -1,0 +1,161 @@
+// PostgreSQL access shared by every dcl binary: a bounded connection pool that survives a
+// database restart, one transaction helper, savepoints that are really sent, and the guarded
+// statement that names the constraint a write violated.
+//
+// libpqxx exceptions stop here: Transact() classifies them into absl::Status (db_errors.h), so
+// stores and domain code never catch driver exceptions themselves.
+#ifndef DCL_SERVICES_COMMON_DB_H_
+#define DCL_SERVICES_COMMON_DB_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "services/common/db_errors.h"
+
+namespace dcl {
+
+struct DbOptions {
+  std::string url;
+  int pool_size = 16;
+  absl::Duration acquire_timeout = absl::Seconds(5);
+  // Server-side deadlines set on every pooled connection: no call waits forever on a lock or
+  // a slow statement, and no forgotten transaction pins rows.
+  int statement_timeout_ms = 10000;
+  int lock_timeout_ms = 5000;
+  int idle_in_transaction_timeout_ms = 30000;
+};
+
+class DbPool {
+ public:
+  explicit DbPool(DbOptions options);
+  DbPool(const DbPool&) = delete;
+  DbPool& operator=(const DbPool&) = delete;
+  ~DbPool();
+
+  // One connection for one unit of work; goes back to the pool when the lease ends, unless it
+  // was marked broken, in which case it is closed and a new one is opened on demand.
+  class Lease {
+   public:
+    Lease(DbPool* pool, std::unique_ptr<pqxx::connection> conn);
+    Lease(Lease&& other) noexcept;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    pqxx::connection& conn() { return *conn_; }
+    void MarkBroken() { broken_ = true; }
+
+   private:
+    DbPool* pool_;
+    std::unique_ptr<pqxx::connection> conn_;
+    bool broken_ = false;
+  };
+
+  // Waits up to acquire_timeout for a free slot. `fresh` skips idle connections and opens a
+  // new one (used to retry after a broken connection, when the idle ones may be dead too).
+  absl::StatusOr<Lease> Acquire(bool fresh = false);
+
+  // Runs fn(pqxx::work&) in one READ COMMITTED transaction; commits when fn returns OK,
+  // rolls back otherwise. fn returns absl::Status or absl::StatusOr<T>. A connection found
+  // broken before the commit is replaced and fn runs once more on a new one; a failure during
+  // the commit itself is reported (in doubt), never retried.
+  template <typename Fn>
+  std::invoke_result_t<Fn, pqxx::work&> Transact(Fn&& fn);
+
+  // SELECT 1 on a fresh-enough connection; used by the health probe.
+  absl::Status Ping();
+
+  // Closes idle connections and refuses new leases (shutdown).
+  void Close();
+
+  const DbOptions& options() const { return options_; }
+
+ private:
+  std::unique_ptr<pqxx::connection> Connect();
+  void Return(std::unique_ptr<pqxx::connection> conn, bool broken);
+
+  const DbOptions options_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
+  int leased_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A savepoint sent with a plain exec() at once. (pqxx::subtransaction sends SAVEPOINT lazily
+// and not at all before exec_params, so a violation would abort the outer transaction.)
+// Rolls back to the savepoint on destruction unless Release() was called.
+class Savepoint {
+ public:
+  Savepoint(pqxx::transaction_base& tx, std::string name);
+  Savepoint(const Savepoint&) = delete;
+  Savepoint& operator=(const Savepoint&) = delete;
+  ~Savepoint();
+  void Release();
+  void Rollback();
+
+ private:
+  pqxx::transaction_base& tx_;
+  const std::string name_;
+  bool active_ = true;
+};
+
+// The outcome of a guarded statement (dcl_guarded_exec in the schema). On an integrity
+// violation the statement's effects are undone, the outer transaction stays usable, and
+// `violated_constraint` holds the constraint's name from the error's CONSTRAINT_NAME field.
+struct GuardedResult {
+  std::optional<std::string> returned;  // first column of the first row, if any
+  int64_t affected = 0;
+  std::string violated_constraint;
+  std::string violated_sqlstate;
+  bool violated() const { return !violated_sqlstate.empty(); }
+};
+
+// Runs `stmt` guarded. The statement reads its arguments as $1[1], $1[2], ... (text; cast them)
+// and must return one column (INSERT/UPDATE ... RETURNING id).
+GuardedResult GuardedExec(pqxx::transaction_base& tx, const std::string& stmt,
+                          const std::vector<std::optional<std::string>>& args);
+
+// A text[] literal for the given values (NULL for nullopt).
+std::string TextArrayLiteral(const std::vector<std::optional<std::string>>& values);
+
+template <typename Fn>
+std::invoke_result_t<Fn, pqxx::work&> DbPool::Transact(Fn&& fn) {
+  using Result = std::invoke_result_t<Fn, pqxx::work&>;
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<Lease> lease = Acquire(/*fresh=*/attempt > 0);
+    if (!lease.ok()) return Result(lease.status());
+    bool committing = false;
+    try {
+      pqxx::work tx(lease->conn());
+      Result result = fn(tx);
+      if (result.ok()) {
+        committing = true;
+        tx.commit();
+      }
+      return result;
+    } catch (const pqxx::broken_connection& e) {
+      lease->MarkBroken();
+      if (attempt == 0 && !committing) continue;
+      return Result(DbErrorToStatus(e));
+    } catch (const pqxx::in_doubt_error& e) {
+      lease->MarkBroken();
+      return Result(DbErrorToStatus(e));
+    } catch (const std::exception& e) {
+      return Result(DbErrorToStatus(e));
+    }
+  }
+}
+
+}  // namespace dcl
+
+#endif  // DCL_SERVICES_COMMON_DB_H_

@@ -1,0 +1,60 @@
+// The one door every RPC of the three services passes through: authenticate the bearer token,
+// check the role against the RPC table, check the datacenter module's switch for the caller's
+// organization, run the handler's logic, log the call, and convert its status to gRPC once.
+// Handlers stay one line: gate_.Run(ctx, Rpc::kReserve, [&](const Principal& p) {...}).
+#ifndef DCL_SERVICES_COMMON_RPC_GATE_H_
+#define DCL_SERVICES_COMMON_RPC_GATE_H_
+
+#include <exception>
+
+#include <grpcpp/server_context.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+#include "services/common/grpc_status.h"
+#include "services/common/rpc_catalog.h"
+#include "services/common/status.h"
+
+namespace dcl {
+
+class RpcGate {
+ public:
+  explicit RpcGate(DbPool& pool) : pool_(pool) {}
+  RpcGate(const RpcGate&) = delete;
+  RpcGate& operator=(const RpcGate&) = delete;
+
+  // fn: absl::Status(const Principal&).
+  template <typename Fn>
+  grpc::Status Run(grpc::ServerContext* ctx, Rpc rpc, Fn&& fn) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<Principal> principal = Admit(*ctx, rpc);
+    absl::Status status = principal.status();
+    if (principal.ok()) {
+      try {
+        status = fn(*principal);
+      } catch (const std::exception& e) {
+        // Stores classify database errors; anything reaching here is a bug, not input.
+        status = Unexpected(rpc, e);
+      }
+    }
+    LogCall(rpc, principal.ok() ? &*principal : nullptr, status, absl::Now() - start);
+    return ToGrpcStatus(status);
+  }
+
+  // Authentication, role and module switch, in that order.
+  absl::StatusOr<Principal> Admit(const grpc::ServerContext& ctx, Rpc rpc);
+
+ private:
+  absl::Status Unexpected(Rpc rpc, const std::exception& e);
+  void LogCall(Rpc rpc, const Principal* principal, const absl::Status& status,
+               absl::Duration elapsed);
+
+  DbPool& pool_;
+};
+
+}  // namespace dcl
+
+#endif  // DCL_SERVICES_COMMON_RPC_GATE_H_

@@ -1,0 +1,138 @@
+#include "services/common/server.h"
+
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status.h"
+
+namespace dcl {
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  }
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+namespace {
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerConfig& config) {
+  if (config.tls_cert_file.empty() && config.tls_key_file.empty()) {
+    if (!config.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("a client CA needs a server certificate and key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (config.tls_cert_file.empty() || config.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and a key");
+  }
+  absl::StatusOr<std::string> cert = ReadFileToString(config.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadFileToString(config.tls_key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!config.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadFileToString(config.tls_client_ca_file);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+    options.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
+
+ServerRuntime::ServerRuntime(const ServerConfig& config, DbPool* pool)
+    : config_(config), pool_(pool) {}
+
+absl::StatusOr<std::unique_ptr<ServerRuntime>> ServerRuntime::Start(
+    const ServerConfig& config, DbPool* pool, const std::vector<NamedService>& services) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(config);
+  if (!credentials.ok()) return credentials.status();
+
+  std::unique_ptr<ServerRuntime> runtime(new ServerRuntime(config, pool));
+  grpc::EnableDefaultHealthCheckService(true);
+  if (config.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.listen_address, *credentials, &runtime->port_);
+  builder.SetMaxReceiveMessageSize(config.max_receive_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  runtime->service_names_.push_back("");  // "" is the server as a whole
+  for (const NamedService& named : services) {
+    builder.RegisterService(named.service);
+    runtime->service_names_.push_back(named.full_name);
+  }
+  runtime->server_ = builder.BuildAndStart();
+  if (runtime->server_ == nullptr || runtime->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen_address));
+  }
+  runtime->ProbeDatabase();  // first status before anyone asks
+  runtime->probe_ = std::thread([r = runtime.get()] {
+    while (!r->stop_probe_.WaitForNotificationWithTimeout(r->config_.health_probe_interval)) {
+      r->ProbeDatabase();
+    }
+  });
+  return runtime;
+}
+
+void ServerRuntime::ProbeDatabase() {
+  const bool serving = pool_ == nullptr || pool_->Ping().ok();
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health == nullptr) return;
+  for (const std::string& name : service_names_) health->SetServingStatus(name, serving);
+}
+
+void ServerRuntime::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  stop_probe_.Notify();
+  if (probe_.joinable()) probe_.join();
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+    health->Shutdown();  // NOT_SERVING for everyone, and stays so
+  }
+  spdlog::info("draining: refusing new calls, waiting up to {} for in-flight ones",
+               absl::FormatDuration(config_.shutdown_grace));
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(config_.shutdown_grace));
+  server_->Wait();
+  if (pool_ != nullptr) pool_->Close();
+  spdlog::info("server stopped");
+}
+
+ServerRuntime::~ServerRuntime() { Shutdown(); }
+
+void BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int WaitForTerminationSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int signal_number = 0;
+  sigwait(&set, &signal_number);
+  return signal_number;
+}
+
+}  // namespace dcl

@@ -1,0 +1,78 @@
+// The gRPC server bootstrap every dcl binary uses: health checking (NOT_SERVING while the
+// database is unreachable and while draining), reflection, TLS/mTLS, message-size and
+// keepalive limits, and graceful shutdown on SIGTERM/SIGINT.
+#ifndef DCL_SERVICES_COMMON_SERVER_H_
+#define DCL_SERVICES_COMMON_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "services/common/db.h"
+
+namespace dcl {
+
+struct ServerConfig {
+  std::string listen_address = "127.0.0.1:0";
+  // TLS: both set = TLS; plus client_ca_file = mutual TLS (client certificates required).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  bool reflection = true;
+  int max_receive_message_bytes = 4 * 1024 * 1024;
+  absl::Duration shutdown_grace = absl::Seconds(10);
+  absl::Duration health_probe_interval = absl::Seconds(2);
+};
+
+// A service to serve, with its full name for per-service health ("dcl.v1.MoveService").
+struct NamedService {
+  std::string full_name;
+  grpc::Service* service;  // not owned; must outlive the runtime
+};
+
+class ServerRuntime {
+ public:
+  // Starts serving. The pool may be null (no database: health is then always SERVING).
+  static absl::StatusOr<std::unique_ptr<ServerRuntime>> Start(
+      const ServerConfig& config, DbPool* pool, const std::vector<NamedService>& services);
+  ServerRuntime(const ServerRuntime&) = delete;
+  ServerRuntime& operator=(const ServerRuntime&) = delete;
+  ~ServerRuntime();
+
+  int port() const { return port_; }
+
+  // Health turns NOT_SERVING, new calls are refused, in-flight calls get up to shutdown_grace
+  // to finish (then are cancelled), and the pool is closed. Idempotent.
+  void Shutdown();
+
+ private:
+  ServerRuntime(const ServerConfig& config, DbPool* pool);
+  void ProbeDatabase();
+
+  const ServerConfig config_;
+  DbPool* const pool_;
+  std::vector<std::string> service_names_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Notification stop_probe_;
+  std::thread probe_;
+  bool shut_down_ = false;
+};
+
+// Blocks SIGTERM and SIGINT in the calling thread and every thread it creates later; call first
+// thing in main(), before any thread exists, then WaitForTerminationSignal() to wait for one.
+void BlockTerminationSignals();
+int WaitForTerminationSignal();
+
+// Reads a file whole (certificates); NOT_FOUND when it cannot be read.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace dcl
+
+#endif  // DCL_SERVICES_COMMON_SERVER_H_

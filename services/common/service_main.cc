@@ -1,0 +1,87 @@
+#include "services/common/service_main.h"
+
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "services/common/logging.h"
+
+ABSL_FLAG(std::string, database_url, "",
+          "PostgreSQL connection string (default: $DCL_DATABASE_URL)");
+ABSL_FLAG(std::string, listen, "", "host:port to serve on (default: per binary, or its env)");
+ABSL_FLAG(std::string, log_format, "", "text or json (default: $DCL_LOG_FORMAT, else text)");
+ABSL_FLAG(int, pool_size, 16, "database connections per process");
+ABSL_FLAG(int, statement_timeout_ms, 10000, "server-side deadline of every statement");
+ABSL_FLAG(int, lock_timeout_ms, 5000, "server-side limit on waiting for a lock");
+ABSL_FLAG(int, idle_in_transaction_timeout_ms, 30000,
+          "a transaction idle this long is ended by the database");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key turns TLS on");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle; when set, clients must present a certificate it signed (mTLS)");
+ABSL_FLAG(bool, reflection, true, "serve gRPC server reflection (for grpcurl)");
+ABSL_FLAG(int, max_receive_message_bytes, 4 * 1024 * 1024, "largest request accepted");
+ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long in-flight calls may finish on SIGTERM");
+
+namespace dcl {
+
+std::string FlagOrEnv(const std::string& value, const char* env, const std::string& fallback) {
+  if (!value.empty()) return value;
+  if (const char* from_env = std::getenv(env); from_env != nullptr && *from_env != '\0') {
+    return from_env;
+  }
+  return fallback;
+}
+
+DbOptions DbOptionsFromFlags() {
+  DbOptions options;
+  options.url = FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
+  options.pool_size = absl::GetFlag(FLAGS_pool_size);
+  options.statement_timeout_ms = absl::GetFlag(FLAGS_statement_timeout_ms);
+  options.lock_timeout_ms = absl::GetFlag(FLAGS_lock_timeout_ms);
+  options.idle_in_transaction_timeout_ms = absl::GetFlag(FLAGS_idle_in_transaction_timeout_ms);
+  return options;
+}
+
+ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen) {
+  ServerConfig config;
+  config.listen_address = FlagOrEnv(absl::GetFlag(FLAGS_listen), listen_env, default_listen);
+  config.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  config.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  config.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  config.reflection = absl::GetFlag(FLAGS_reflection);
+  config.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+  config.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  return config;
+}
+
+std::string LogFormatFromFlags() {
+  return FlagOrEnv(absl::GetFlag(FLAGS_log_format), "DCL_LOG_FORMAT", "text");
+}
+
+int RunServiceMain(const std::string& name, const char* listen_env,
+                   const std::string& default_listen,
+                   const std::function<ServiceSet(DbPool&)>& make_services) {
+  InitLogging(name, LogFormatFromFlags());
+  DbOptions db_options = DbOptionsFromFlags();
+  if (db_options.url.empty()) {
+    spdlog::critical("no database: set --database_url or DCL_DATABASE_URL");
+    return 2;
+  }
+  DbPool pool(db_options);
+  ServiceSet set = make_services(pool);
+  absl::StatusOr<std::unique_ptr<ServerRuntime>> runtime =
+      ServerRuntime::Start(ServerConfigFromFlags(listen_env, default_listen), &pool, set.services);
+  if (!runtime.ok()) {
+    spdlog::critical("cannot start: {}", runtime.status().ToString());
+    return 2;
+  }
+  spdlog::info("{} serving on port {}", name, (*runtime)->port());
+  const int signal_number = WaitForTerminationSignal();
+  spdlog::info("signal {} received, shutting down", signal_number);
+  (*runtime)->Shutdown();
+  return 0;
+}
+
+}  // namespace dcl

@@ -1,0 +1,40 @@
+// What every dcl server binary's main() shares: the common flags (each with an environment
+// variable fallback), logging, the pool, the server runtime, and waiting for SIGTERM/SIGINT.
+#ifndef DCL_SERVICES_COMMON_SERVICE_MAIN_H_
+#define DCL_SERVICES_COMMON_SERVICE_MAIN_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "services/common/db.h"
+#include "services/common/server.h"
+
+namespace dcl {
+
+// `value` if non-empty, else the environment variable `env`, else `fallback`.
+std::string FlagOrEnv(const std::string& value, const char* env, const std::string& fallback);
+
+// The database options from --database_url/DCL_DATABASE_URL and the pool/timeouts flags.
+DbOptions DbOptionsFromFlags();
+// The server options from the TLS, reflection and limits flags; listen from --listen, else
+// `listen_env`, else `default_listen`.
+ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen);
+// --log_format (text|json).
+std::string LogFormatFromFlags();
+
+// Owns whatever a binary's services need to stay alive (handler objects and their logic).
+struct ServiceSet {
+  std::vector<NamedService> services;
+  std::vector<std::shared_ptr<void>> keep_alive;
+};
+
+// main() of a server binary, after BlockTerminationSignals() and absl::ParseCommandLine().
+int RunServiceMain(const std::string& name, const char* listen_env,
+                   const std::string& default_listen,
+                   const std::function<ServiceSet(DbPool&)>& make_services);
+
+}  // namespace dcl
+
+#endif  // DCL_SERVICES_COMMON_SERVICE_MAIN_H_

@@ -1,0 +1,71 @@
+#include "services/common/status.h"
+
+#include "absl/strings/cord.h"
+
+namespace dcl {
+
+Error::Error(absl::StatusCode code, v1::Reason reason, std::string message) : code_(code) {
+  detail_.set_reason(reason);
+  detail_.set_message(std::move(message));
+}
+
+Error& Error::Meta(const std::string& key, const std::string& value) {
+  (*detail_.mutable_metadata())[key] = value;
+  return *this;
+}
+
+absl::Status Error::status() const {
+  absl::Status status(code_, detail_.message());
+  status.SetPayload(kErrorDetailUrl, absl::Cord(detail_.SerializeAsString()));
+  return status;
+}
+
+absl::Status InvalidInput(const std::string& field, const std::string& message) {
+  return Error(absl::StatusCode::kInvalidArgument, v1::INVALID_INPUT, field + ": " + message)
+      .Meta("field", field);
+}
+
+absl::Status NotFound(const std::string& what, const std::string& id) {
+  return Error(absl::StatusCode::kNotFound, v1::NOT_FOUND, what + " " + id + " not found")
+      .Meta("kind", what)
+      .Meta("id", id);
+}
+
+absl::Status Internal(const std::string& message) {
+  return Error(absl::StatusCode::kInternal, v1::INTERNAL_ERROR, message);
+}
+
+std::optional<v1::ErrorDetail> GetErrorDetail(const absl::Status& status) {
+  auto payload = status.GetPayload(kErrorDetailUrl);  // absl::optional on Debian
+  if (!payload) return std::nullopt;
+  v1::ErrorDetail detail;
+  if (!detail.ParseFromString(std::string(*payload))) return std::nullopt;
+  return detail;
+}
+
+v1::Reason ReasonOf(const absl::Status& status) {
+  if (auto detail = GetErrorDetail(status)) return detail->reason();
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return v1::INVALID_INPUT;
+    case absl::StatusCode::kNotFound:
+      return v1::NOT_FOUND;
+    case absl::StatusCode::kUnauthenticated:
+      return v1::UNAUTHENTICATED_CALLER;
+    case absl::StatusCode::kPermissionDenied:
+      return v1::ROLE_NOT_PERMITTED;
+    case absl::StatusCode::kAborted:
+      return v1::RETRY_TRANSACTION;
+    case absl::StatusCode::kUnavailable:
+      return v1::DATABASE_UNAVAILABLE;
+    case absl::StatusCode::kDeadlineExceeded:
+      return v1::DEADLINE;
+    case absl::StatusCode::kUnimplemented:
+      return v1::NOT_IMPLEMENTED;
+    default:
+      return v1::INTERNAL_ERROR;
+  }
+}
+
+}  // namespace dcl

@@ -1,0 +1,49 @@
+// Domain errors for dcl: an absl::Status carrying a machine-readable reason and the structured
+// details a caller acts on (dcl.v1.ErrorDetail, stored as a status payload). Domain code builds
+// these; the gRPC edge converts them once with ToGrpcStatus (grpc_status.h).
+#ifndef DCL_SERVICES_COMMON_STATUS_H_
+#define DCL_SERVICES_COMMON_STATUS_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "dcl/v1/common.pb.h"
+
+namespace dcl {
+
+// Payload key under which the ErrorDetail travels inside an absl::Status.
+inline constexpr absl::string_view kErrorDetailUrl = "type.googleapis.com/dcl.v1.ErrorDetail";
+
+// Builds an error with a reason; add details with the fluent setters, then convert.
+//   return Error(absl::StatusCode::kAborted, v1::CONTENDED, "someone was faster").Meta("k", "v");
+class Error {
+ public:
+  Error(absl::StatusCode code, v1::Reason reason, std::string message);
+
+  Error& Meta(const std::string& key, const std::string& value);
+  v1::ErrorDetail& detail() { return detail_; }
+
+  absl::Status status() const;
+  operator absl::Status() const { return status(); }  // NOLINT: meant to be returned as a Status.
+
+ private:
+  absl::StatusCode code_;
+  v1::ErrorDetail detail_;
+};
+
+// Shorthands for the common kinds of refusal.
+absl::Status InvalidInput(const std::string& field, const std::string& message);
+absl::Status NotFound(const std::string& what, const std::string& id);
+absl::Status Internal(const std::string& message);
+
+// The ErrorDetail of a status, if it carries one.
+std::optional<v1::ErrorDetail> GetErrorDetail(const absl::Status& status);
+
+// The reason of a status: its detail's reason, or a reason derived from the code alone.
+v1::Reason ReasonOf(const absl::Status& status);
+
+}  // namespace dcl
+
+#endif  // DCL_SERVICES_COMMON_STATUS_H_

@@ -1,0 +1,207 @@
+// The shared database runtime against a real PostgreSQL: constraint names from real violations,
+// savepoints that keep the outer transaction alive, and a pool that survives a restart.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "services/common/db.h"
+#include "services/common/status.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/test_db.h"
+
+namespace dcl {
+namespace {
+
+using testing::TestDatabase;
+
+// Asks tests/run to restart the PostgreSQL server (see DCL_TEST_PG_RESTART there) and waits.
+bool RequestServerRestart(const std::string& request_dir) {
+  const std::string base = request_dir + "/restart-" + std::to_string(getpid());
+  std::ofstream(base + ".req") << "restart\n";
+  for (int i = 0; i < 600; ++i) {
+    if (std::ifstream(base + ".done").good()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST_CASE("a real unique violation is reported by the violated constraint's name") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  auto pool = db.MakePool(2);
+  absl::StatusOr<GuardedResult> result = pool->Transact([&](pqxx::work& tx) {
+    GuardedResult r = GuardedExec(
+        tx, "INSERT INTO sites (org_id, name) VALUES ($1[1]::uuid, $1[2]) RETURNING id::text",
+        {org, "FRA1"});
+    REQUIRE_FALSE(r.violated());
+    REQUIRE(r.returned.has_value());
+    r = GuardedExec(
+        tx, "INSERT INTO sites (org_id, name) VALUES ($1[1]::uuid, $1[2]) RETURNING id::text",
+        {org, "FRA1"});
+    return absl::StatusOr<GuardedResult>(r);
+  });
+  REQUIRE(result.ok());
+  CHECK(result->violated());
+  CHECK(result->violated_sqlstate == "23505");
+  CHECK(result->violated_constraint == "sites_org_name_uq");
+  CHECK_FALSE(result->returned.has_value());
+}
+
+TEST_CASE("a real check violation is reported by the violated constraint's name") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "FRA1");
+  auto pool = db.MakePool(2);
+  absl::StatusOr<GuardedResult> result = pool->Transact([&](pqxx::work& tx) {
+    return absl::StatusOr<GuardedResult>(GuardedExec(
+        tx,
+        "INSERT INTO racks (org_id, site_id, name, first_unit, unit_count, numbering, has_rear) "
+        "VALUES ($1[1]::uuid, $1[2]::uuid, 'R1', 1, 0, 'ascending', true) RETURNING id",
+        {org, site}));
+  });
+  REQUIRE(result.ok());
+  CHECK(result->violated_sqlstate == "23514");
+  CHECK(result->violated_constraint == "racks_unit_count_positive");
+}
+
+TEST_CASE("the constraint name does not depend on the server's message language") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  auto pool = db.MakePool(1);
+  absl::StatusOr<GuardedResult> result = pool->Transact([&](pqxx::work& tx) {
+    // Any lc_messages the server offers; with no translations installed this is still C, and
+    // the test then proves only that nothing reads the text.
+    tx.exec("SET lc_messages = 'C'");
+    const std::string insert =
+        "INSERT INTO sites (org_id, name) VALUES ($1[1]::uuid, 'X') RETURNING id";
+    GuardedExec(tx, insert, {org});
+    return absl::StatusOr<GuardedResult>(GuardedExec(tx, insert, {org}));
+  });
+  REQUIRE(result.ok());
+  CHECK(result->violated_constraint == "sites_org_name_uq");
+}
+
+TEST_CASE("the outer transaction survives a unique violation inside a savepoint") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  auto pool = db.MakePool(1);
+  absl::Status status = pool->Transact([&](pqxx::work& tx) -> absl::Status {
+    tx.exec_params("INSERT INTO sites (org_id, name) VALUES ($1, 'A')", org);
+    bool violated = false;
+    {
+      Savepoint savepoint(tx, "attempt");
+      try {
+        // exec_params first: exactly the case in which pqxx::subtransaction sends no SAVEPOINT.
+        tx.exec_params("INSERT INTO sites (org_id, name) VALUES ($1, 'A')", org);
+        savepoint.Release();
+      } catch (const pqxx::unique_violation&) {
+        violated = true;
+        savepoint.Rollback();
+      }
+    }
+    REQUIRE(violated);
+    tx.exec_params("INSERT INTO sites (org_id, name) VALUES ($1, 'B')", org);
+    return absl::OkStatus();
+  });
+  REQUIRE(status.ok());
+  CHECK(db.Count("SELECT count(*) FROM sites") == 2);
+}
+
+TEST_CASE("without a savepoint the same violation aborts the transaction (the trap is real)") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  auto pool = db.MakePool(1);
+  absl::Status status = pool->Transact([&](pqxx::work& tx) -> absl::Status {
+    tx.exec_params("INSERT INTO sites (org_id, name) VALUES ($1, 'A')", org);
+    pqxx::subtransaction sub(tx, "lazy");
+    try {
+      sub.exec_params("INSERT INTO sites (org_id, name) VALUES ($1, 'A')", org);
+    } catch (const pqxx::unique_violation&) {
+    }
+    tx.exec_params("INSERT INTO sites (org_id, name) VALUES ($1, 'B')", org);
+    return absl::OkStatus();
+  });
+  CHECK_FALSE(status.ok());
+  CHECK(db.Count("SELECT count(*) FROM sites") == 0);
+}
+
+TEST_CASE("a data exception maps to INVALID_ARGUMENT without driver text") {
+  TestDatabase db;
+  auto pool = db.MakePool(1);
+  absl::Status status = pool->Transact([&](pqxx::work& tx) -> absl::Status {
+    tx.exec_params("SELECT $1::uuid", std::string("not-a-uuid"));
+    return absl::OkStatus();
+  });
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(ReasonOf(status) == v1::INVALID_INPUT);
+  CHECK(std::string(status.message()).find("uuid") == std::string::npos);
+}
+
+TEST_CASE("a serialization failure maps to ABORTED") {
+  TestDatabase db;
+  auto pool = db.MakePool(1);
+  absl::Status status = pool->Transact([&](pqxx::work& tx) -> absl::Status {
+    tx.exec("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = 'serialization_failure'; END $$");
+    return absl::OkStatus();
+  });
+  CHECK(status.code() == absl::StatusCode::kAborted);
+  CHECK(ReasonOf(status) == v1::RETRY_TRANSACTION);
+}
+
+TEST_CASE("the pool reconnects after a terminated backend: the next call succeeds") {
+  TestDatabase db;
+  auto pool = db.MakePool(2);
+  REQUIRE(pool->Ping().ok());
+  db.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+          "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  CHECK(pool->Ping().ok());
+}
+
+TEST_CASE("the pool survives pg_ctl restart: the next call succeeds", "[restart]") {
+  const char* restart = std::getenv("DCL_TEST_PG_RESTART");
+  REQUIRE(restart != nullptr);
+  TestDatabase db;
+  auto pool = db.MakePool(4);
+  // Warm several connections so that every idle one is dead after the restart.
+  {
+    auto a = pool->Acquire();
+    auto b = pool->Acquire();
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+  }
+  REQUIRE(pool->Ping().ok());
+  REQUIRE(RequestServerRestart(restart));
+  CHECK(pool->Ping().ok());
+  absl::StatusOr<int64_t> count = pool->Transact([](pqxx::work& tx) -> absl::StatusOr<int64_t> {
+    return tx.exec1("SELECT count(*) FROM organizations")[0].as<int64_t>();
+  });
+  CHECK(count.ok());
+}
+
+TEST_CASE("settings on every pooled connection bound statements and lock waits") {
+  TestDatabase db;
+  DbOptions options;
+  options.url = db.url();
+  options.pool_size = 1;
+  options.statement_timeout_ms = 200;
+  DbPool pool(options);
+  absl::Status status = pool.Transact([](pqxx::work& tx) -> absl::Status {
+    tx.exec("SELECT pg_sleep(2)");
+    return absl::OkStatus();
+  });
+  CHECK(status.code() == absl::StatusCode::kDeadlineExceeded);
+  absl::StatusOr<std::string> lock_timeout =
+      pool.Transact([](pqxx::work& tx) -> absl::StatusOr<std::string> {
+        return tx.exec1("SHOW lock_timeout")[0].as<std::string>();
+      });
+  REQUIRE(lock_timeout.ok());
+  CHECK(*lock_timeout == "5s");
+}
+
+}  // namespace
+}  // namespace dcl

@@ -1,0 +1,46 @@
+// A fresh PostgreSQL database per test, cloned from the migrated template that tests/run
+// prepares (DCL_TEST_CONNINFO, DCL_TEST_TEMPLATE), and dropped afterwards. Tests are independent
+// and may run in parallel. Without those variables a test fails: run it through tests/run.
+#ifndef DCL_TESTS_SUPPORT_TEST_DB_H_
+#define DCL_TESTS_SUPPORT_TEST_DB_H_
+
+#include <memory>
+#include <string>
+
+#include <pqxx/pqxx>
+
+#include "services/common/db.h"
+
+namespace dcl::testing {
+
+class TestDatabase {
+ public:
+  // Cloned from the migrated template, or empty (no schema) for migrator tests.
+  explicit TestDatabase(bool empty = false);
+  TestDatabase(const TestDatabase&) = delete;
+  TestDatabase& operator=(const TestDatabase&) = delete;
+  ~TestDatabase();
+
+  const std::string& url() const { return url_; }
+  const std::string& name() const { return name_; }
+
+  std::unique_ptr<DbPool> MakePool(int size = 16) const;
+  std::unique_ptr<pqxx::connection> Connect() const;
+
+  // Runs one statement in its own transaction; returns the result.
+  pqxx::result Exec(const std::string& sql) const;
+  // The single value of a single-row, single-column query, as text ("" for NULL).
+  std::string Scalar(const std::string& sql) const;
+  int64_t Count(const std::string& sql) const;
+
+ private:
+  std::string name_;
+  std::string url_;
+};
+
+// The admin connection string (database "postgres") of the test cluster.
+std::string AdminConnInfo();
+
+}  // namespace dcl::testing
+
+#endif  // DCL_TESTS_SUPPORT_TEST_DB_H_
