@@ -1,0 +1,190 @@
+// The server runtime and the RPC gate through a real gRPC server on 127.0.0.1:0: health,
+// UNIMPLEMENTED for unknown methods, authentication, role and module checks, the error detail
+// on the wire, and graceful shutdown with a call in flight.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "dcl/v1/moves.grpc.pb.h"
+#include "health.grpc.pb.h"
+#include "services/common/grpc_status.h"
+#include "services/common/rpc_gate.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/grpc_harness.h"
+#include "tests/support/test_db.h"
+
+namespace dcl {
+namespace {
+
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+
+// A MoveService whose GetMove passes through the real gate and then waits `delay` before
+// answering with the caller's organization: enough to observe admission and in-flight calls.
+class ProbeMoveService final : public v1::MoveService::Service {
+ public:
+  ProbeMoveService(DbPool& pool, std::chrono::milliseconds delay) : gate_(pool), delay_(delay) {}
+
+  grpc::Status GetMove(grpc::ServerContext* ctx, const v1::GetMoveRequest* request,
+                       v1::Move* response) override {
+    return gate_.Run(ctx, Rpc::kGetMove, [&](const Principal& principal) -> absl::Status {
+      started_ = true;
+      std::this_thread::sleep_for(delay_);
+      response->set_id(request->move_id());
+      response->set_site_id(principal.org_id);
+      return absl::OkStatus();
+    });
+  }
+
+  std::atomic<bool> started_{false};
+
+ private:
+  RpcGate gate_;
+  std::chrono::milliseconds delay_;
+};
+
+struct Fixture {
+  testing::TestDatabase db;
+  std::unique_ptr<DbPool> pool = db.MakePool(4);
+  std::string org = testing::CreateOrg(db, "acme");
+};
+
+HealthCheckResponse::ServingStatus Health(const std::shared_ptr<grpc::Channel>& channel,
+                                          const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext context;
+  HealthCheckRequest request;
+  request.set_service(service);
+  HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  REQUIRE(status.ok());
+  return response.status();
+}
+
+TEST_CASE("a running server answers health checks with SERVING for itself and its service") {
+  Fixture f;
+  ProbeMoveService service(*f.pool, std::chrono::milliseconds(0));
+  testing::InProcessServer server(f.pool.get(), {{"dcl.v1.MoveService", &service}});
+  CHECK(Health(server.Channel(), "") == HealthCheckResponse::SERVING);
+  CHECK(Health(server.Channel(), "dcl.v1.MoveService") == HealthCheckResponse::SERVING);
+}
+
+TEST_CASE("health turns NOT_SERVING while the database is unreachable") {
+  Fixture f;
+  DbOptions options;
+  options.url = "host=127.0.0.1 port=1 user=nobody dbname=nothing connect_timeout=1";
+  DbPool unreachable(options);
+  ProbeMoveService service(unreachable, std::chrono::milliseconds(0));
+  testing::InProcessServer server(&unreachable, {{"dcl.v1.MoveService", &service}});
+  CHECK(Health(server.Channel(), "") == HealthCheckResponse::NOT_SERVING);
+}
+
+TEST_CASE("an RPC the server does not know answers UNIMPLEMENTED") {
+  Fixture f;
+  ProbeMoveService service(*f.pool, std::chrono::milliseconds(0));
+  testing::InProcessServer server(f.pool.get(), {{"dcl.v1.MoveService", &service}});
+  auto stub = grpc::health::v1::Unregistered::NewStub(server.Channel());
+  grpc::ClientContext context;
+  HealthCheckRequest request;
+  HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  CHECK(status.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_CASE("the gate refuses a missing token, an unknown token, a wrong role and a switched-off "
+          "module, each with its own status and reason") {
+  Fixture f;
+  ProbeMoveService service(*f.pool, std::chrono::milliseconds(0));
+  testing::InProcessServer server(f.pool.get(), {{"dcl.v1.MoveService", &service}});
+  auto stub = v1::MoveService::NewStub(server.Channel());
+  const std::string operator_token = testing::CreateTokenFor(f.db, f.org, Role::kDcOperator);
+  const std::string commerce_token = testing::CreateTokenFor(f.db, f.org, Role::kCommerce);
+  const std::string off_org = testing::CreateOrg(f.db, "dormant", /*module_enabled=*/false);
+  const std::string off_token = testing::CreateTokenFor(f.db, off_org, Role::kDcOperator);
+
+  struct Case {
+    std::string token;
+    grpc::StatusCode code;
+    v1::Reason reason;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"", grpc::StatusCode::UNAUTHENTICATED, v1::UNAUTHENTICATED_CALLER},
+           {"dcl_not_a_token", grpc::StatusCode::UNAUTHENTICATED, v1::UNAUTHENTICATED_CALLER},
+           {commerce_token, grpc::StatusCode::PERMISSION_DENIED, v1::ROLE_NOT_PERMITTED},
+           {off_token, grpc::StatusCode::FAILED_PRECONDITION, v1::MODULE_DISABLED},
+       }) {
+    auto context = testing::ContextWithToken(c.token);
+    v1::GetMoveRequest request;
+    v1::Move move;
+    grpc::Status status = stub->GetMove(context.get(), request, &move);
+    CHECK(status.error_code() == c.code);
+    auto detail = ErrorDetailFromGrpc(status);
+    REQUIRE(detail.has_value());
+    CHECK(detail->reason() == c.reason);
+  }
+  CHECK_FALSE(service.started_);
+
+  auto context = testing::ContextWithToken(operator_token);
+  v1::GetMoveRequest request;
+  request.set_move_id("m-1");
+  v1::Move move;
+  REQUIRE(stub->GetMove(context.get(), request, &move).ok());
+  CHECK(move.site_id() == f.org);  // the handler saw the token's organization
+}
+
+TEST_CASE("a revoked token is refused on the very next call") {
+  Fixture f;
+  ProbeMoveService service(*f.pool, std::chrono::milliseconds(0));
+  testing::InProcessServer server(f.pool.get(), {{"dcl.v1.MoveService", &service}});
+  auto stub = v1::MoveService::NewStub(server.Channel());
+  auto issued = CreateToken(*f.pool, f.org, Role::kDcOperator, "", "to revoke");
+  REQUIRE(issued.ok());
+  v1::GetMoveRequest request;
+  v1::Move move;
+  REQUIRE(stub->GetMove(testing::ContextWithToken(issued->token).get(), request, &move).ok());
+  REQUIRE(RevokeToken(*f.pool, issued->id).ok());
+  CHECK(stub->GetMove(testing::ContextWithToken(issued->token).get(), request, &move)
+            .error_code() == grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_CASE("tokens are stored only as digests, never in clear") {
+  Fixture f;
+  auto issued = CreateToken(*f.pool, "acme", Role::kAdmin, "", "by name");
+  REQUIRE(issued.ok());
+  CHECK(f.db.Count("SELECT count(*) FROM api_tokens WHERE token_sha256 = sha256(convert_to('" +
+                   issued->token + "', 'UTF8'))") == 1);
+  CHECK(f.db.Count("SELECT count(*) FROM api_tokens WHERE position('" + issued->token +
+                   "' IN encode(token_sha256, 'escape') || label || subject) > 0") == 0);
+  CHECK_FALSE(CreateToken(*f.pool, "no-such-org", Role::kAdmin, "", "").ok());
+}
+
+TEST_CASE("shutdown lets an in-flight call finish and then refuses new calls") {
+  Fixture f;
+  ProbeMoveService service(*f.pool, std::chrono::milliseconds(800));
+  testing::InProcessServer server(f.pool.get(), {{"dcl.v1.MoveService", &service}});
+  auto stub = v1::MoveService::NewStub(server.Channel());
+  const std::string token = testing::CreateTokenFor(f.db, f.org, Role::kDcOperator);
+
+  grpc::Status in_flight;
+  std::thread caller([&] {
+    v1::GetMoveRequest request;
+    request.set_move_id("m-in-flight");
+    v1::Move move;
+    in_flight = stub->GetMove(testing::ContextWithToken(token).get(), request, &move);
+  });
+  while (!service.started_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server.runtime().Shutdown();  // returns only after the in-flight call was answered
+  caller.join();
+  CHECK(in_flight.ok());
+
+  v1::GetMoveRequest request;
+  v1::Move move;
+  auto context = testing::ContextWithToken(token);
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  CHECK_FALSE(stub->GetMove(context.get(), request, &move).ok());
+}
+
+}  // namespace
+}  // namespace dcl
