@@ -1,0 +1,131 @@
+// The one write path for bookings of rack units (placements, blockings, move holds, rack
+// reservations). Every booking of every service is created, released and promoted here; no
+// other code writes bookings or booking_slots rows. The move service composes these functions
+// inside its own transaction.
+//
+// The boundary is the database: the partial unique index booking_slots_active_uq (one active
+// booking per rack, side and unit) and bookings_one_active_placement_per_device (one active
+// placement per device, across organizations). The planner (rack_plan.h) runs first only so that
+// the ordinary case gets a sentence; a lost race is caught here by the *name* of the index that
+// fired (GuardedExec) and turned into the same readable rejection:
+//   booking_slots_active_uq                  → FAILED_PRECONDITION UNIT_OCCUPIED, with the
+//                                              colliding slots re-read after the violation
+//   bookings_one_active_placement_per_device → FAILED_PRECONDITION DEVICE_ALREADY_PLACED, with
+//                                              where it is when it is the caller's own
+//                                              organization's rack, nothing about another's
+// A colliding `reservation` booking whose expiry has passed (the sweeper has not reached it
+// yet) does not block: it is released in the same transaction, with a recorded reason, and the
+// insert is retried. Deadlines are read from the database clock (now()).
+//
+// Every function is scoped by principal.org_id: a rack, device or booking of another
+// organization is NOT_FOUND. Inputs are validated (INVALID_ARGUMENT) before anything is written.
+// A function returning an error may leave nothing behind that the caller must undo except by
+// rolling its transaction back, which pool.Transact does for any non-OK result.
+#ifndef DCL_SERVICES_OCCUPANCY_BOOKING_STORE_H_
+#define DCL_SERVICES_OCCUPANCY_BOOKING_STORE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dcl/v1/occupancy.pb.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+#include "services/occupancy/rack_plan.h"
+
+namespace dcl::occupancy {
+
+// Reservations of rack units wait this long unless the caller says otherwise.
+inline constexpr int64_t kDefaultReservationTtlSeconds = 4 * 3600;
+
+// What to book.
+//  - BOOKING_PLACEMENT: device_id required; the device's height and depth come from the devices
+//    row; `first_unit` is the device's lowest rack unit; `side` the side it hangs on. Never
+//    expires (ttl_seconds must be 0: the CHECK bookings_placement_never_expires refuses it).
+//  - BOOKING_MOVE_HOLD with a device_id: the same footprint as a placement of that device (this
+//    is what PromoteMoveHold turns into a placement). Without a device_id: a range like below.
+//  - BOOKING_BLOCKING / BOOKING_RESERVATION / move hold without device: first_unit..last_unit
+//    (first <= last, in this rack's numbers) on `side`, or both sides with both_sides.
+//    A reservation needs ttl_seconds > 0 (the service's default is 4 hours).
+struct BookingSpec {
+  std::string rack_id;
+  v1::BookingKind kind = v1::BOOKING_KIND_UNSPECIFIED;
+  std::string device_id;
+  v1::Side side = v1::SIDE_UNSPECIFIED;
+  int first_unit = 0;
+  int last_unit = 0;
+  bool both_sides = false;
+  int64_t ttl_seconds = 0;  // > 0: expires_at = now() + ttl, by the database clock
+  std::string reason;
+};
+
+// The result of a dry run: the slots a booking would claim, or the readable rejection (the same
+// status CreateBooking would return for it right now). Writes nothing.
+struct PlanOutcome {
+  std::vector<SlotRef> slots;
+  absl::Status rejection;  // OK when the booking would be accepted as of now
+};
+
+// ---- Inside a caller's transaction (the move service composes these) ----
+
+// Creates the header and one slot row per claimed (side, unit) as one guarded statement: on a
+// violation neither exists. Returns the booking with its slots.
+absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                          const BookingSpec& spec);
+
+// Releases an active booking: header and slots in this transaction. Already released →
+// FAILED_PRECONDITION WRONG_STATE. Returns the released booking.
+absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                           const std::string& booking_id,
+                                           const std::string& reason);
+
+// Turns an active move hold into a placement in one UPDATE: kind move_hold → placement,
+// expires_at → NULL; the booking id and its slot rows stay as they are, so the space is never
+// free in between. The hold must carry a device_id. The device's previous placement must
+// already be released in the same transaction, or the device index refuses it
+// (DEVICE_ALREADY_PLACED). Not a move hold / not active → FAILED_PRECONDITION WRONG_STATE.
+absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx,
+                                            const Principal& principal,
+                                            const std::string& booking_id);
+
+// One booking of the caller's organization, with its slots (released ones too).
+absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                        const std::string& booking_id);
+
+// The active placement of a device of the caller's organization, if it has one.
+absl::StatusOr<std::optional<v1::Booking>> FindActivePlacement(pqxx::transaction_base& tx,
+                                                               const Principal& principal,
+                                                               const std::string& device_id);
+
+// Dry run of CreateBooking against the rack's active bookings (a lapsed reservation counts as
+// free, as it would for CreateBooking). Bad input and unknown rack/device are returned as the
+// status itself, not as a rejection.
+absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                        const BookingSpec& spec);
+
+// ---- Each call in its own transaction ----
+class BookingStore {
+ public:
+  explicit BookingStore(DbPool& pool) : pool_(pool) {}
+  BookingStore(const BookingStore&) = delete;
+  BookingStore& operator=(const BookingStore&) = delete;
+
+  absl::StatusOr<v1::Booking> Create(const Principal& principal, const BookingSpec& spec);
+  absl::StatusOr<v1::Booking> Release(const Principal& principal, const std::string& booking_id,
+                                      const std::string& reason);
+  absl::StatusOr<v1::Booking> Promote(const Principal& principal, const std::string& booking_id);
+  absl::StatusOr<v1::Booking> Get(const Principal& principal, const std::string& booking_id);
+  absl::StatusOr<PlanOutcome> Plan(const Principal& principal, const BookingSpec& spec);
+
+ private:
+  DbPool& pool_;
+};
+
+}  // namespace dcl::occupancy
+
+#endif  // DCL_SERVICES_OCCUPANCY_BOOKING_STORE_H_

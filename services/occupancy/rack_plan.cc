@@ -1,0 +1,133 @@
+#include "services/occupancy/rack_plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status.h"
+
+namespace dcl::occupancy {
+namespace {
+
+v1::Slot ToProto(const SlotRef& s) {
+  v1::Slot slot;
+  slot.set_side(s.side);
+  slot.set_unit(s.unit);
+  return slot;
+}
+
+}  // namespace
+
+const char* SideName(v1::Side side) {
+  switch (side) {
+    case v1::SIDE_FRONT:
+      return "front";
+    case v1::SIDE_REAR:
+      return "rear";
+    default:
+      return "unspecified";
+  }
+}
+
+v1::Side ParseSide(const std::string& name) {
+  if (name == "front") return v1::SIDE_FRONT;
+  if (name == "rear") return v1::SIDE_REAR;
+  return v1::SIDE_UNSPECIFIED;
+}
+
+v1::DepthClass ParseDepth(const std::string& name) {
+  if (name == "full") return v1::DEPTH_FULL;
+  if (name == "half") return v1::DEPTH_HALF;
+  return v1::DEPTH_UNKNOWN;  // unknown, and anything unexpected, is treated as the costly case
+}
+
+std::string DescribeSlots(const std::vector<SlotRef>& slots) {
+  std::string out;
+  for (const SlotRef& s : slots) {
+    if (!out.empty()) out += ", ";
+    absl::StrAppend(&out, SideName(s.side), " U", s.unit);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
+                                          const std::vector<SlotRef>& occupied,
+                                          const PlanRequest& request) {
+  // Malformed input first: nothing about the rack can be said of a request without a side.
+  if (request.side != v1::SIDE_FRONT && request.side != v1::SIDE_REAR) {
+    return InvalidInput("side", "must be front or rear");
+  }
+  int low = 0;
+  int high = 0;
+  bool front = false;
+  bool rear = false;
+  if (request.device_footprint) {
+    if (request.height < 1) return InvalidInput("height", "a device is at least 1 unit high");
+    // The device grows physically upward from its lowest unit; in a descending rack "upward"
+    // means towards smaller numbers.
+    if (geometry.descending) {
+      low = request.anchor_unit - request.height + 1;
+      high = request.anchor_unit;
+    } else {
+      low = request.anchor_unit;
+      high = request.anchor_unit + request.height - 1;
+    }
+    const bool half = request.depth == v1::DEPTH_HALF;
+    front = !half || request.side == v1::SIDE_FRONT;
+    rear = !half || request.side == v1::SIDE_REAR;
+  } else {
+    if (request.first_unit > request.last_unit) {
+      return InvalidInput("last_unit", absl::StrCat("range U", request.first_unit, "..U",
+                                                    request.last_unit, " is inverted"));
+    }
+    low = request.first_unit;
+    high = request.last_unit;
+    front = request.both_sides || request.side == v1::SIDE_FRONT;
+    rear = request.both_sides || request.side == v1::SIDE_REAR;
+  }
+
+  // 1. The side must exist. A device claiming both sides on an open frame claims the front only:
+  //    there is no rear to lock. Asking for the rear itself on an open frame is refused.
+  if (!geometry.has_rear) {
+    if (request.side == v1::SIDE_REAR) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::SIDE_NOT_AVAILABLE,
+                   "this rack is an open frame: it has no rear side")
+          .Meta("side", "rear");
+    }
+    rear = false;
+  }
+
+  // 2. The whole range inside this rack's units, inclusive.
+  if (low < geometry.first_unit || high > geometry.last_unit()) {
+    return Error(absl::StatusCode::kOutOfRange, v1::OUT_OF_BOUNDS,
+                 absl::StrCat("units U", low, "..U", high, " do not fit in this rack's U",
+                              geometry.first_unit, "..U", geometry.last_unit()))
+        .Meta("first_unit", std::to_string(low))
+        .Meta("last_unit", std::to_string(high))
+        .Meta("rack_first_unit", std::to_string(geometry.first_unit))
+        .Meta("rack_last_unit", std::to_string(geometry.last_unit()));
+  }
+
+  std::vector<SlotRef> claimed;
+  for (v1::Side side : {v1::SIDE_FRONT, v1::SIDE_REAR}) {
+    if ((side == v1::SIDE_FRONT && !front) || (side == v1::SIDE_REAR && !rear)) continue;
+    for (int unit = low; unit <= high; ++unit) claimed.push_back({side, unit});
+  }
+
+  // 3. Exactly which claimed slots are taken.
+  const std::set<SlotRef> taken(occupied.begin(), occupied.end());
+  std::vector<SlotRef> colliding;
+  for (const SlotRef& s : claimed) {
+    if (taken.count(s) > 0) colliding.push_back(s);
+  }
+  if (!colliding.empty()) {
+    Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
+                absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are",
+                             " taken"));
+    for (const SlotRef& s : colliding) *error.detail().add_colliding_slots() = ToProto(s);
+    return error.status();
+  }
+  return claimed;
+}
+
+}  // namespace dcl::occupancy
