@@ -3,12 +3,17 @@
 //   dclctl token revoke --id TOKEN_ID
 //   dclctl module enable|disable [--org ORG]      without --org: the global rollout switch
 //   dclctl org create --name NAME
+//   dclctl health check --target HOST:PORT [--service NAME]   exit 0 only when SERVING
 // The database comes from --database_url or DCL_DATABASE_URL.
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/flags/flag.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "services/common/auth.h"
@@ -24,6 +29,8 @@ ABSL_FLAG(std::string, subject, "", "role customer: the customer the token speak
 ABSL_FLAG(std::string, label, "", "a note to recognise the token by");
 ABSL_FLAG(std::string, id, "", "token id");
 ABSL_FLAG(std::string, name, "", "organization name");
+ABSL_FLAG(std::string, target, "", "health check: the server's host:port");
+ABSL_FLAG(std::string, service, "", "health check: a service name (default: the whole server)");
 
 namespace dcl {
 namespace {
@@ -91,6 +98,26 @@ int OrgCreate(DbPool& pool) {
   return 0;
 }
 
+// A gRPC health check (plaintext), for scripts that wait for a server to come up.
+int HealthCheck() {
+  auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_target),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(absl::GetFlag(FLAGS_service));
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) {
+    std::fprintf(stderr, "dclctl: %s\n", status.error_message().c_str());
+    return 1;
+  }
+  std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+                          response.status()).c_str());
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace dcl
 
@@ -99,8 +126,12 @@ using dcl::DbOptions;
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "dclctl token create --org ORG --role ROLE [--subject S] [--label L] | "
-      "token revoke --id ID | module enable|disable [--org ORG] | org create --name NAME");
+      "token revoke --id ID | module enable|disable [--org ORG] | org create --name NAME | "
+      "health check --target HOST:PORT [--service NAME]");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() == 3 && std::string(args[1]) == "health" && std::string(args[2]) == "check") {
+    return dcl::HealthCheck();
+  }
   DbOptions options;
   options.url = dcl::FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
   options.pool_size = 1;

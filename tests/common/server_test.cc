@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "dcl/v1/moves.grpc.pb.h"
-#include "health.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_gate.h"
 #include "tests/support/fixtures.h"
