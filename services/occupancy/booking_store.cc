@@ -1,0 +1,573 @@
+#include "services/occupancy/booking_store.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status.h"
+#include "services/common/validation.h"
+
+namespace dcl::occupancy {
+namespace {
+
+// The names the schema gives the constraints this write path can trip over
+// (schema/migrations/0003_bookings.sql). Violations are classified by these names only.
+constexpr char kSlotIndex[] = "booking_slots_active_uq";
+constexpr char kDevicePlacementIndex[] = "bookings_one_active_placement_per_device";
+constexpr char kDeviceFk[] = "bookings_device_fk";
+constexpr char kRackFk[] = "bookings_rack_fk";
+constexpr char kSiteFk[] = "bookings_site_fk";
+constexpr char kPlacementNeedsDevice[] = "bookings_placement_needs_device";
+constexpr char kPlacementNeverExpires[] = "bookings_placement_never_expires";
+constexpr char kReservationExpires[] = "bookings_reservation_expires";
+
+// How many times a create is retried after releasing lapsed reservations it collided with (or
+// after the colliding booking vanished before it could be re-read).
+constexpr int kMaxInsertAttempts = 4;
+// A TTL longer than this is a typo, not a plan.
+constexpr int64_t kMaxTtlSeconds = 90LL * 24 * 3600;
+
+// A lapsed reservation: the deadline is read from the database clock.
+constexpr char kLapsedSql[] = "(b.kind = 'reservation' AND b.expires_at <= now())";
+
+const char* KindName(v1::BookingKind kind) {
+  switch (kind) {
+    case v1::BOOKING_PLACEMENT:
+      return "placement";
+    case v1::BOOKING_BLOCKING:
+      return "blocking";
+    case v1::BOOKING_MOVE_HOLD:
+      return "move_hold";
+    case v1::BOOKING_RESERVATION:
+      return "reservation";
+    default:
+      return "";
+  }
+}
+
+v1::BookingKind ParseKind(const std::string& name) {
+  if (name == "placement") return v1::BOOKING_PLACEMENT;
+  if (name == "blocking") return v1::BOOKING_BLOCKING;
+  if (name == "move_hold") return v1::BOOKING_MOVE_HOLD;
+  if (name == "reservation") return v1::BOOKING_RESERVATION;
+  return v1::BOOKING_KIND_UNSPECIFIED;
+}
+
+void SetMicros(int64_t micros, google::protobuf::Timestamp* ts) {
+  int64_t seconds = micros / 1000000;
+  int64_t rest = micros % 1000000;
+  if (rest < 0) {
+    rest += 1000000;
+    --seconds;
+  }
+  ts->set_seconds(seconds);
+  ts->set_nanos(static_cast<int32_t>(rest * 1000));
+}
+
+std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.as<std::string>(); }
+
+std::string IntArrayLiteral(const std::vector<SlotRef>& slots) {
+  std::string out = "{";
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(slots[i].unit);
+  }
+  return out + "}";
+}
+
+std::vector<std::optional<std::string>> SideArgs(const std::vector<SlotRef>& slots) {
+  std::vector<std::optional<std::string>> sides;
+  sides.reserve(slots.size());
+  for (const SlotRef& s : slots) sides.emplace_back(SideName(s.side));
+  return sides;
+}
+
+// The rack as the planner needs it, read scoped by organization.
+struct RackRow {
+  std::string id;
+  std::string site_id;
+  std::string name;
+  Geometry geometry;
+};
+
+absl::StatusOr<RackRow> ReadRack(pqxx::transaction_base& tx, const Principal& principal,
+                                 const std::string& rack_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT site_id::text, name, first_unit, unit_count, numbering, has_rear FROM racks "
+      "WHERE id = $1::uuid AND org_id = $2::uuid",
+      rack_id, principal.org_id);
+  if (r.empty()) return NotFound("rack", rack_id);
+  RackRow rack;
+  rack.id = rack_id;
+  rack.site_id = r[0][0].as<std::string>();
+  rack.name = r[0][1].as<std::string>();
+  rack.geometry.first_unit = r[0][2].as<int>();
+  rack.geometry.unit_count = r[0][3].as<int>();
+  rack.geometry.descending = r[0][4].as<std::string>() == "descending";
+  rack.geometry.has_rear = r[0][5].as<bool>();
+  return rack;
+}
+
+// The rack's active slots that count as taken right now: a lapsed reservation does not.
+std::vector<SlotRef> ReadTakenSlots(pqxx::transaction_base& tx, const std::string& rack_id) {
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT s.side, s.unit FROM booking_slots s JOIN bookings b ON b.id = "
+                   "s.booking_id WHERE s.rack_id = $1::uuid AND s.released_at IS NULL AND NOT ",
+                   kLapsedSql),
+      rack_id);
+  std::vector<SlotRef> taken;
+  taken.reserve(r.size());
+  for (const auto& row : r) taken.push_back({ParseSide(row[0].as<std::string>()), row[1].as<int>()});
+  return taken;
+}
+
+absl::Status ValidateSpec(const BookingSpec& spec) {
+  if (absl::Status s = CheckId("rack_id", spec.rack_id); !s.ok()) return s;
+  switch (spec.kind) {
+    case v1::BOOKING_PLACEMENT:
+      if (absl::Status s = CheckId("device_id", spec.device_id); !s.ok()) return s;
+      break;
+    case v1::BOOKING_MOVE_HOLD:
+      if (!spec.device_id.empty()) {
+        if (absl::Status s = CheckId("device_id", spec.device_id); !s.ok()) return s;
+      }
+      break;
+    case v1::BOOKING_BLOCKING:
+    case v1::BOOKING_RESERVATION:
+      if (!spec.device_id.empty()) {
+        return InvalidInput("device_id", "only a placement or a move hold names a device");
+      }
+      break;
+    default:
+      return InvalidInput("kind", "must be placement, blocking, move_hold or reservation");
+  }
+  if (spec.side != v1::SIDE_FRONT && spec.side != v1::SIDE_REAR) {
+    return InvalidInput("side", "must be front or rear");
+  }
+  if (spec.ttl_seconds < 0 || spec.ttl_seconds > kMaxTtlSeconds) {
+    return InvalidInput("ttl_seconds", absl::StrCat("must be between 0 and ", kMaxTtlSeconds));
+  }
+  // A placement with an expiry is left to the CHECK bookings_placement_never_expires (mapped
+  // below); a reservation without one to bookings_reservation_expires.
+  return CheckText("reason", spec.reason, kMaxNoteLength, /*required=*/false);
+}
+
+bool UsesDeviceFootprint(const BookingSpec& spec) {
+  return spec.kind == v1::BOOKING_PLACEMENT ||
+         (spec.kind == v1::BOOKING_MOVE_HOLD && !spec.device_id.empty());
+}
+
+// Everything CreateBooking knows before it writes: the rack, the claimed slots (or the
+// planner's rejection).
+struct Prepared {
+  RackRow rack;
+  absl::StatusOr<std::vector<SlotRef>> plan = std::vector<SlotRef>{};
+};
+
+absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& principal,
+                                 const BookingSpec& spec) {
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  absl::StatusOr<RackRow> rack = ReadRack(tx, principal, spec.rack_id);
+  if (!rack.ok()) return rack.status();
+  PlanRequest request;
+  request.side = spec.side;
+  if (UsesDeviceFootprint(spec)) {
+    // Read without the organization on purpose: the one-placement-per-device index is global
+    // and must fire before ownership is looked at. Ownership (and the device's site) is the
+    // composite foreign key bookings_device_fk, checked at the end of the insert.
+    pqxx::result d = tx.exec_params(
+        "SELECT height_units, depth_class FROM devices WHERE id = $1::uuid", spec.device_id);
+    if (d.empty()) return NotFound("device", spec.device_id);
+    request.device_footprint = true;
+    request.anchor_unit = spec.first_unit;
+    request.height = d[0][0].as<int>();
+    request.depth = ParseDepth(d[0][1].as<std::string>());
+  } else {
+    request.first_unit = spec.first_unit;
+    request.last_unit = spec.last_unit;
+    request.both_sides = spec.both_sides;
+  }
+  Prepared prepared;
+  prepared.rack = *std::move(rack);
+  prepared.plan = Plan(prepared.rack.geometry, ReadTakenSlots(tx, spec.rack_id), request);
+  // Malformed requests are the caller's error, not a rejection of this booking.
+  if (!prepared.plan.ok() &&
+      prepared.plan.status().code() == absl::StatusCode::kInvalidArgument) {
+    return prepared.plan.status();
+  }
+  return prepared;
+}
+
+// One active slot that a claimed slot collides with.
+struct Collision {
+  SlotRef slot;
+  std::string booking_id;
+  bool lapsed = false;
+};
+
+std::vector<Collision> ReadCollisions(pqxx::transaction_base& tx, const std::string& rack_id,
+                                      const std::vector<SlotRef>& claimed) {
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT s.side, s.unit, b.id::text, ", kLapsedSql,
+                   " FROM booking_slots s JOIN bookings b ON b.id = s.booking_id "
+                   "WHERE s.rack_id = $1::uuid AND s.released_at IS NULL "
+                   "AND (s.side, s.unit) IN (SELECT * FROM unnest($2::text[], $3::int[])) "
+                   "ORDER BY s.side = 'rear', s.unit"),
+      rack_id, TextArrayLiteral(SideArgs(claimed)), IntArrayLiteral(claimed));
+  std::vector<Collision> out;
+  for (const auto& row : r) {
+    out.push_back({{ParseSide(row[0].as<std::string>()), row[1].as<int>()},
+                   row[2].as<std::string>(),
+                   row[3].as<bool>()});
+  }
+  return out;
+}
+
+absl::Status UnitOccupied(const std::vector<SlotRef>& colliding, const std::string& detected_by) {
+  Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
+              absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are",
+                           " taken"));
+  for (const SlotRef& s : colliding) {
+    v1::Slot* slot = error.detail().add_colliding_slots();
+    slot->set_side(s.side);
+    slot->set_unit(s.unit);
+  }
+  error.Meta("detected_by", detected_by);
+  return error.status();
+}
+
+// Where the device is placed, told only to its own organization.
+absl::Status DeviceAlreadyPlaced(pqxx::transaction_base& tx, const Principal& principal,
+                                 const std::string& device_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT b.org_id::text, b.id::text, b.rack_id::text, r.name, b.front, b.rear, "
+      "b.first_unit, b.last_unit FROM bookings b JOIN racks r ON r.id = b.rack_id "
+      "WHERE b.device_id = $1::uuid AND b.kind = 'placement' AND b.released_at IS NULL",
+      device_id);
+  if (r.empty() || r[0][0].as<std::string>() != principal.org_id) {
+    // Another organization's placement (or one released a moment ago): the constraint spoke,
+    // but nothing about another organization's racks is told.
+    return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_ALREADY_PLACED,
+                 absl::StrCat("device ", device_id, " is already placed"))
+        .Meta("device_id", device_id);
+  }
+  const auto row = r[0];
+  const bool front = row[4].as<bool>();
+  const bool rear = row[5].as<bool>();
+  const std::string sides = front && rear ? "front and rear" : front ? "front" : "rear";
+  const int first = row[6].as<int>();
+  const int last = row[7].as<int>();
+  return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_ALREADY_PLACED,
+               absl::StrCat("device ", device_id, " is already placed in rack ",
+                            row[3].as<std::string>(), " (", sides, " U", first,
+                            first == last ? "" : absl::StrCat("..U", last), ")"))
+      .Meta("device_id", device_id)
+      .Meta("booking_id", row[1].as<std::string>())
+      .Meta("rack_id", row[2].as<std::string>())
+      .Meta("rack_name", row[3].as<std::string>())
+      .Meta("first_unit", std::to_string(first))
+      .Meta("last_unit", std::to_string(last));
+}
+
+absl::Status DeviceNotUsable(pqxx::transaction_base& tx, const Principal& principal,
+                             const std::string& device_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid", device_id,
+      principal.org_id);
+  if (r.empty()) return NotFound("device", device_id);
+  return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+               absl::StrCat("device ", device_id, " is registered at another site than the rack"))
+      .Meta("device_id", device_id);
+}
+
+// Maps the constraint a guarded write violated to the caller's rejection. Slot collisions are
+// handled by the caller (they may be retried).
+absl::Status ConstraintRejection(pqxx::transaction_base& tx, const Principal& principal,
+                                 const BookingSpec& spec, const GuardedResult& result) {
+  const std::string& name = result.violated_constraint;
+  if (name == kDevicePlacementIndex) return DeviceAlreadyPlaced(tx, principal, spec.device_id);
+  if (name == kDeviceFk) return DeviceNotUsable(tx, principal, spec.device_id);
+  if (name == kRackFk || name == kSiteFk) return NotFound("rack", spec.rack_id);
+  if (name == kPlacementNeedsDevice) {
+    return InvalidInput("device_id", "a placement needs a device");
+  }
+  if (name == kPlacementNeverExpires) {
+    return InvalidInput("ttl_seconds", "a placement never expires");
+  }
+  if (name == kReservationExpires) {
+    return InvalidInput("ttl_seconds", "a reservation needs an expiry");
+  }
+  spdlog::error("booking write violated unexpected constraint '{}' (SQLSTATE {})", name,
+                result.violated_sqlstate);
+  return Internal("the booking could not be written");
+}
+
+// The header and every slot in one statement: a violation undoes both (no orphan header).
+constexpr char kInsertBookingSql[] = R"sql(
+WITH h AS (
+  INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit,
+                        last_unit, expires_at, created_by, reason)
+  VALUES ($1[1]::uuid, $1[2]::uuid, $1[3]::uuid, $1[4], $1[5]::uuid, $1[6]::boolean,
+          $1[7]::boolean, $1[8]::integer, $1[9]::integer,
+          CASE WHEN $1[10]::bigint > 0 THEN now() + make_interval(secs => $1[10]::bigint)
+          END,
+          $1[11], $1[12])
+  RETURNING id, rack_id
+), s AS (
+  INSERT INTO booking_slots (booking_id, rack_id, side, unit)
+  SELECT h.id, h.rack_id, x.side, x.unit
+  FROM h, unnest($1[13]::text[], $1[14]::integer[]) AS x(side, unit)
+)
+SELECT id::text FROM h
+)sql";
+
+// Releases header and slots of one active booking; returns whether it was active.
+bool ReleaseRow(pqxx::transaction_base& tx, const std::string& org_id,
+                const std::string& booking_id, const std::string& released_by,
+                const std::string& reason) {
+  pqxx::row r = tx.exec_params1(
+      "WITH h AS (UPDATE bookings SET released_at = now(), released_by = $3, "
+      "release_reason = $4 WHERE id = $1::uuid AND org_id = $2::uuid AND released_at IS NULL "
+      "RETURNING id), "
+      "s AS (UPDATE booking_slots SET released_at = now() FROM h "
+      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) "
+      "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)",
+      booking_id, org_id, released_by, reason);
+  return r[0].as<int64_t>() > 0;
+}
+
+absl::Status WrongState(const std::string& booking_id, const std::string& message) {
+  return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE, message)
+      .Meta("booking_id", booking_id);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                        const std::string& booking_id) {
+  if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
+  pqxx::result h = tx.exec_params(
+      "SELECT rack_id::text, kind, device_id::text, created_by, reason, released_by, "
+      "(extract(epoch FROM expires_at) * 1000000)::bigint, "
+      "(extract(epoch FROM created_at) * 1000000)::bigint, "
+      "(extract(epoch FROM released_at) * 1000000)::bigint "
+      "FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid",
+      booking_id, principal.org_id);
+  if (h.empty()) return NotFound("booking", booking_id);
+  const auto row = h[0];
+  v1::Booking booking;
+  booking.set_id(booking_id);
+  booking.set_rack_id(row[0].as<std::string>());
+  booking.set_kind(ParseKind(row[1].as<std::string>()));
+  booking.set_device_id(Text(row[2]));
+  booking.set_created_by(row[3].as<std::string>());
+  booking.set_reason(row[4].as<std::string>());
+  booking.set_released_by(Text(row[5]));
+  if (!row[6].is_null()) SetMicros(row[6].as<int64_t>(), booking.mutable_expires_at());
+  SetMicros(row[7].as<int64_t>(), booking.mutable_created_at());
+  if (!row[8].is_null()) SetMicros(row[8].as<int64_t>(), booking.mutable_released_at());
+  pqxx::result slots = tx.exec_params(
+      "SELECT side, unit FROM booking_slots WHERE booking_id = $1::uuid "
+      "ORDER BY side = 'rear', unit",
+      booking_id);
+  for (const auto& s : slots) {
+    v1::Slot* slot = booking.add_slots();
+    slot->set_side(ParseSide(s[0].as<std::string>()));
+    slot->set_unit(s[1].as<int>());
+  }
+  return booking;
+}
+
+absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                          const BookingSpec& spec) {
+  absl::StatusOr<Prepared> prepared = Prepare(tx, principal, spec);
+  if (!prepared.ok()) return prepared.status();
+  if (!prepared->plan.ok()) return prepared->plan.status();
+  const std::vector<SlotRef>& claimed = *prepared->plan;
+
+  bool front = false;
+  bool rear = false;
+  int low = claimed.front().unit;
+  int high = claimed.front().unit;
+  for (const SlotRef& s : claimed) {
+    (s.side == v1::SIDE_FRONT ? front : rear) = true;
+    low = std::min(low, s.unit);
+    high = std::max(high, s.unit);
+  }
+  std::vector<std::optional<std::string>> args = {
+      principal.org_id,
+      prepared->rack.site_id,
+      spec.rack_id,
+      std::string(KindName(spec.kind)),
+      spec.device_id.empty() ? std::nullopt : std::optional<std::string>(spec.device_id),
+      front ? "true" : "false",
+      rear ? "true" : "false",
+      std::to_string(low),
+      std::to_string(high),
+      std::to_string(spec.ttl_seconds),
+      principal.Actor(),
+      spec.reason,
+      TextArrayLiteral(SideArgs(claimed)),
+      IntArrayLiteral(claimed),
+  };
+
+  for (int attempt = 0; attempt < kMaxInsertAttempts; ++attempt) {
+    GuardedResult result = GuardedExec(tx, kInsertBookingSql, args);
+    if (!result.violated()) {
+      if (!result.returned) return Internal("the booking insert returned no id");
+      return LoadBooking(tx, principal, *result.returned);
+    }
+    if (result.violated_constraint != kSlotIndex) {
+      return ConstraintRejection(tx, principal, spec, result);
+    }
+    // Lost to a booking committed after the plan was read (or to a lapsed reservation): re-read
+    // exactly what collides, now that the other transaction has committed.
+    std::vector<Collision> collisions = ReadCollisions(tx, spec.rack_id, claimed);
+    std::vector<SlotRef> blocking;
+    std::vector<std::string> lapsed;
+    for (const Collision& c : collisions) {
+      if (!c.lapsed) {
+        blocking.push_back(c.slot);
+      } else if (std::find(lapsed.begin(), lapsed.end(), c.booking_id) == lapsed.end()) {
+        lapsed.push_back(c.booking_id);
+      }
+    }
+    if (!blocking.empty()) return UnitOccupied(blocking, "slot_index");
+    // Deadline enforced at the point of use: a reservation whose expiry passed does not block,
+    // even when the sweeper has not reached it yet. Released here, with the reason recorded.
+    for (const std::string& id : lapsed) {
+      ReleaseRow(tx, principal.org_id, id, principal.Actor(),
+                 "expired; released at point of use by a colliding booking");
+      spdlog::info("released lapsed reservation booking {} at point of use", id);
+    }
+  }
+  return Error(absl::StatusCode::kAborted, v1::CONTENDED,
+               "the units changed hands repeatedly while booking; retry");
+}
+
+absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                           const std::string& booking_id,
+                                           const std::string& reason) {
+  if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
+  if (absl::Status s = CheckText("reason", reason, kMaxNoteLength, false); !s.ok()) return s;
+  if (!ReleaseRow(tx, principal.org_id, booking_id, principal.Actor(), reason)) {
+    absl::StatusOr<v1::Booking> existing = LoadBooking(tx, principal, booking_id);
+    if (!existing.ok()) return existing.status();
+    return WrongState(booking_id, absl::StrCat("booking ", booking_id, " is already released"));
+  }
+  return LoadBooking(tx, principal, booking_id);
+}
+
+absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx,
+                                            const Principal& principal,
+                                            const std::string& booking_id) {
+  if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
+  GuardedResult result = GuardedExec(
+      tx,
+      "UPDATE bookings SET kind = 'placement', expires_at = NULL "
+      "WHERE id = $1[1]::uuid AND org_id = $1[2]::uuid AND kind = 'move_hold' "
+      "AND released_at IS NULL RETURNING id::text",
+      {booking_id, principal.org_id});
+  if (result.violated()) {
+    if (result.violated_constraint == kPlacementNeedsDevice) {
+      return WrongState(booking_id, "a move hold without a device cannot become a placement");
+    }
+    if (result.violated_constraint == kDevicePlacementIndex) {
+      pqxx::result d = tx.exec_params(
+          "SELECT device_id::text FROM bookings WHERE id = $1::uuid", booking_id);
+      return DeviceAlreadyPlaced(tx, principal, d.empty() ? "" : Text(d[0][0]));
+    }
+    spdlog::error("promote violated unexpected constraint '{}' (SQLSTATE {})",
+                  result.violated_constraint, result.violated_sqlstate);
+    return Internal("the move hold could not be promoted");
+  }
+  if (result.affected == 0) {
+    absl::StatusOr<v1::Booking> existing = LoadBooking(tx, principal, booking_id);
+    if (!existing.ok()) return existing.status();
+    return WrongState(booking_id,
+                      absl::StrCat("booking ", booking_id, " is not an active move hold"));
+  }
+  return LoadBooking(tx, principal, booking_id);
+}
+
+absl::StatusOr<std::optional<v1::Booking>> FindActivePlacement(pqxx::transaction_base& tx,
+                                                               const Principal& principal,
+                                                               const std::string& device_id) {
+  if (absl::Status s = CheckId("device_id", device_id); !s.ok()) return s;
+  pqxx::result r = tx.exec_params(
+      "SELECT id::text FROM bookings WHERE device_id = $1::uuid AND org_id = $2::uuid "
+      "AND kind = 'placement' AND released_at IS NULL",
+      device_id, principal.org_id);
+  if (r.empty()) return std::optional<v1::Booking>();
+  absl::StatusOr<v1::Booking> booking = LoadBooking(tx, principal, r[0][0].as<std::string>());
+  if (!booking.ok()) return booking.status();
+  return std::optional<v1::Booking>(*std::move(booking));
+}
+
+absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Principal& principal,
+                                        const BookingSpec& spec) {
+  absl::StatusOr<Prepared> prepared = Prepare(tx, principal, spec);
+  if (!prepared.ok()) return prepared.status();
+  PlanOutcome outcome;
+  if (!prepared->plan.ok()) {
+    outcome.rejection = prepared->plan.status();
+    return outcome;
+  }
+  outcome.slots = *prepared->plan;
+  if (spec.kind == v1::BOOKING_PLACEMENT) {
+    // What the device index would say, in the same words.
+    pqxx::result placed = tx.exec_params(
+        "SELECT 1 FROM bookings WHERE device_id = $1::uuid AND kind = 'placement' "
+        "AND released_at IS NULL",
+        spec.device_id);
+    if (!placed.empty()) {
+      outcome.rejection = DeviceAlreadyPlaced(tx, principal, spec.device_id);
+      return outcome;
+    }
+    if (spec.ttl_seconds > 0) {
+      return InvalidInput("ttl_seconds", "a placement never expires");
+    }
+  }
+  if (!spec.device_id.empty()) {
+    pqxx::result own = tx.exec_params(
+        "SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid AND site_id = $3::uuid",
+        spec.device_id, principal.org_id, prepared->rack.site_id);
+    if (own.empty()) return DeviceNotUsable(tx, principal, spec.device_id);
+  }
+  if (spec.kind == v1::BOOKING_RESERVATION && spec.ttl_seconds <= 0) {
+    return InvalidInput("ttl_seconds", "a reservation needs an expiry");
+  }
+  return outcome;
+}
+
+absl::StatusOr<v1::Booking> BookingStore::Create(const Principal& principal,
+                                                 const BookingSpec& spec) {
+  return pool_.Transact([&](pqxx::work& tx) { return CreateBooking(tx, principal, spec); });
+}
+
+absl::StatusOr<v1::Booking> BookingStore::Release(const Principal& principal,
+                                                  const std::string& booking_id,
+                                                  const std::string& reason) {
+  return pool_.Transact(
+      [&](pqxx::work& tx) { return ReleaseBooking(tx, principal, booking_id, reason); });
+}
+
+absl::StatusOr<v1::Booking> BookingStore::Promote(const Principal& principal,
+                                                  const std::string& booking_id) {
+  return pool_.Transact(
+      [&](pqxx::work& tx) { return PromoteMoveHold(tx, principal, booking_id); });
+}
+
+absl::StatusOr<v1::Booking> BookingStore::Get(const Principal& principal,
+                                              const std::string& booking_id) {
+  return pool_.Transact([&](pqxx::work& tx) { return LoadBooking(tx, principal, booking_id); });
+}
+
+absl::StatusOr<PlanOutcome> BookingStore::Plan(const Principal& principal,
+                                               const BookingSpec& spec) {
+  return pool_.Transact([&](pqxx::work& tx) { return PlanBooking(tx, principal, spec); });
+}
+
+}  // namespace dcl::occupancy
