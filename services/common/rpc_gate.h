@@ -6,7 +6,9 @@
 #define DCL_SERVICES_COMMON_RPC_GATE_H_
 
 #include <exception>
+#include <utility>
 
+#include <google/protobuf/empty.pb.h>
 #include <grpcpp/server_context.h>
 
 #include "absl/status/status.h"
@@ -17,6 +19,7 @@
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_catalog.h"
 #include "services/common/status.h"
+#include "services/common/validation.h"
 
 namespace dcl {
 
@@ -26,13 +29,16 @@ class RpcGate {
   RpcGate(const RpcGate&) = delete;
   RpcGate& operator=(const RpcGate&) = delete;
 
-  // fn: absl::Status(const Principal&).
+  // fn: absl::Status(const Principal&). The request's string fields are checked against the
+  // length and encoding limits (validation.h) after admission and before fn runs.
   template <typename Fn>
-  grpc::Status Run(grpc::ServerContext* ctx, Rpc rpc, Fn&& fn) {
+  grpc::Status Run(grpc::ServerContext* ctx, Rpc rpc, const google::protobuf::Message& request,
+                   Fn&& fn) {
     const absl::Time start = absl::Now();
     absl::StatusOr<Principal> principal = Admit(*ctx, rpc);
     absl::Status status = principal.status();
-    if (principal.ok()) {
+    if (principal.ok()) status = CheckRequestLimits(request);
+    if (principal.ok() && status.ok()) {
       try {
         status = fn(*principal);
       } catch (const std::exception& e) {
@@ -42,6 +48,12 @@ class RpcGate {
     }
     LogCall(rpc, principal.ok() ? &*principal : nullptr, status, absl::Now() - start);
     return ToGrpcStatus(status);
+  }
+
+  // Transitional form without the request (no length limits); handlers move to the form above.
+  template <typename Fn>
+  grpc::Status Run(grpc::ServerContext* ctx, Rpc rpc, Fn&& fn) {
+    return Run(ctx, rpc, google::protobuf::Empty::default_instance(), std::forward<Fn>(fn));
   }
 
   // Authentication, role and module switch, in that order.

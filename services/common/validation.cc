@@ -1,6 +1,9 @@
 #include "services/common/validation.h"
 
+#include <vector>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status.h"
 
@@ -61,6 +64,57 @@ absl::Status CheckText(const std::string& field, const std::string& value, size_
   }
   if (!IsValidUtf8WithoutNul(value)) return InvalidInput(field, "is not valid UTF-8 text");
   return absl::OkStatus();
+}
+
+namespace {
+
+size_t LimitFor(const std::string& field_name) {
+  if (field_name == "id" || absl::EndsWith(field_name, "_id")) return kMaxIdLength;
+  if (absl::EndsWith(field_name, "_key")) return kMaxKeyLength;
+  if (field_name == "note" || field_name == "reason" || field_name == "page_token") {
+    return kMaxNoteLength;
+  }
+  return kMaxNameLength;
+}
+
+absl::Status CheckMessage(const google::protobuf::Message& message, const std::string& prefix) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    const std::string path = prefix + field->name();
+    if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+      const size_t limit = LimitFor(field->name());
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+          absl::Status status =
+              CheckText(path, reflection->GetRepeatedString(message, field, i), limit, false);
+          if (!status.ok()) return status;
+        }
+      } else {
+        absl::Status status = CheckText(path, reflection->GetString(message, field), limit, false);
+        if (!status.ok()) return status;
+      }
+    } else if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+          absl::Status status =
+              CheckMessage(reflection->GetRepeatedMessage(message, field, i), path + ".");
+          if (!status.ok()) return status;
+        }
+      } else {
+        absl::Status status = CheckMessage(reflection->GetMessage(message, field), path + ".");
+        if (!status.ok()) return status;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckRequestLimits(const google::protobuf::Message& request) {
+  return CheckMessage(request, "");
 }
 
 }  // namespace dcl

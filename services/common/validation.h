@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "google/protobuf/message.h"
 
 namespace dcl {
 
@@ -21,6 +22,13 @@ absl::Status CheckId(const std::string& field, const std::string& value);
 // Free text of at most max_length bytes, valid UTF-8 and without NUL; required = non-empty.
 absl::Status CheckText(const std::string& field, const std::string& value, size_t max_length,
                        bool required);
+
+// Length and encoding limits on every string field of a request, applied by the gate before
+// any handler runs, so that no RPC can forget them: fields named *_id or id at most
+// kMaxIdLength, idempotency keys kMaxKeyLength, note/reason kMaxNoteLength, anything else
+// kMaxNameLength; all valid UTF-8 without NUL. Nested messages are checked too. Whether a field
+// is required, or must be a UUID, is the handler's check.
+absl::Status CheckRequestLimits(const google::protobuf::Message& request);
 
 }  // namespace dcl
 

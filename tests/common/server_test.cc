@@ -29,7 +29,7 @@ class ProbeMoveService final : public v1::MoveService::Service {
 
   grpc::Status GetMove(grpc::ServerContext* ctx, const v1::GetMoveRequest* request,
                        v1::Move* response) override {
-    return gate_.Run(ctx, Rpc::kGetMove, [&](const Principal& principal) -> absl::Status {
+    return gate_.Run(ctx, Rpc::kGetMove, *request, [&](const Principal& principal) -> absl::Status {
       started_ = true;
       std::this_thread::sleep_for(delay_);
       response->set_id(request->move_id());
@@ -132,6 +132,15 @@ TEST_CASE("the gate refuses a missing token, an unknown token, a wrong role and 
   v1::Move move;
   REQUIRE(stub->GetMove(context.get(), request, &move).ok());
   CHECK(move.site_id() == f.org);  // the handler saw the token's organization
+
+  // Length limits apply to every string field before the handler runs.
+  service.started_ = false;
+  request.set_move_id(std::string(37, 'x'));
+  grpc::Status too_long = stub->GetMove(testing::ContextWithToken(operator_token).get(), request,
+                                        &move);
+  CHECK(too_long.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(ErrorDetailFromGrpc(too_long)->metadata().at("field") == "move_id");
+  CHECK_FALSE(service.started_);
 }
 
 TEST_CASE("a revoked token is refused on the very next call") {
