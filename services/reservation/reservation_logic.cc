@@ -1,0 +1,463 @@
+#include "services/reservation/reservation_logic.h"
+
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "services/common/logging.h"
+#include "services/common/status.h"
+#include "services/common/validation.h"
+#include "services/reservation/eligibility.h"
+#include "services/reservation/reservation_store.h"
+
+namespace dcl::reservation {
+
+namespace {
+
+using Store = ReservationStore;
+
+#define DCL_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    const absl::Status dcl_status_ = (expr);   \
+    if (!dcl_status_.ok()) return dcl_status_; \
+  } while (0)
+
+constexpr int kDefaultPageSize = 50;
+constexpr int kMaxPageSize = 500;
+
+// A uniformly random UUID-shaped string: the start of Reserve's walk over the site's devices.
+// Random per call, so concurrent orders start at different places and spread over the pool.
+std::string RandomPivot() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t hi = rng(), lo = rng();
+  char buf[37];
+  std::snprintf(buf, sizeof(buf), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
+                static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buf;
+}
+
+Criteria CriteriaOf(const v1::ReservationCriteria& c) {
+  return Criteria{c.site_id(), c.vendor(), c.model(), c.hardware_profile()};
+}
+
+std::string Json(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
+
+// The frozen reason: the criteria, the device's facts as re-read under its lock, and how the
+// choice was made. The database adds chosen_at (its clock).
+std::string SelectionReason(const Criteria& c, const DeviceFacts& d, const std::string& pivot,
+                            int examined, int attempts) {
+  return absl::StrCat(
+      "{\"criteria\":{\"site_id\":", Json(c.site_id), ",\"vendor\":", Json(c.vendor),
+      ",\"model\":", Json(c.model), ",\"hardware_profile\":", Json(c.hardware_profile),
+      "},\"device\":{\"id\":", Json(d.id), ",\"site_id\":", Json(d.site_id),
+      ",\"vendor\":", Json(d.vendor), ",\"model\":", Json(d.model),
+      ",\"hardware_profile\":", Json(d.hardware_profile),
+      ",\"process_state\":", Json(d.process_state), ",\"bound\":", d.bound ? "true" : "false",
+      ",\"held\":", d.held ? "true" : "false",
+      "},\"eligibility\":", Json(ExclusionName(Classify(c, d))),
+      ",\"candidates_examined\":", examined, ",\"lost_races\":", attempts,
+      ",\"walk_start\":", Json(pivot), "}");
+}
+
+absl::Status CheckCriteria(const v1::ReservationCriteria& c) {
+  DCL_RETURN_IF_ERROR(CheckId("criteria.site_id", c.site_id()));
+  DCL_RETURN_IF_ERROR(CheckText("criteria.vendor", c.vendor(), kMaxNameLength, false));
+  DCL_RETURN_IF_ERROR(CheckText("criteria.model", c.model(), kMaxNameLength, false));
+  return CheckText("criteria.hardware_profile", c.hardware_profile(), kMaxNameLength, false);
+}
+
+// How a request names a reservation.
+struct Ref {
+  bool by_id = true;
+  std::string value;
+  std::string Describe() const { return value; }
+};
+
+absl::StatusOr<Ref> ParseRef(const v1::ReservationRef& ref) {
+  switch (ref.ref_case()) {
+    case v1::ReservationRef::kReservationId: {
+      DCL_RETURN_IF_ERROR(CheckId("reservation.reservation_id", ref.reservation_id()));
+      return Ref{true, ref.reservation_id()};
+    }
+    case v1::ReservationRef::kIdempotencyKey: {
+      DCL_RETURN_IF_ERROR(
+          CheckText("reservation.idempotency_key", ref.idempotency_key(), kMaxKeyLength, true));
+      return Ref{false, ref.idempotency_key()};
+    }
+    default:
+      return InvalidInput("reservation", "is required (reservation_id or idempotency_key)");
+  }
+}
+
+std::optional<ReservationRecord> Find(pqxx::work& tx, const std::string& org, const Ref& ref,
+                                      bool lock) {
+  return ref.by_id ? Store::FindById(tx, org, ref.value, lock)
+                   : Store::FindByKey(tx, org, ref.value, lock);
+}
+
+absl::Status WrongState(const v1::Reservation& r, const std::string& wanted) {
+  const std::string state = StateName(r.state());
+  return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+               absl::StrCat("the reservation is ", state, "; ", wanted))
+      .Meta("reservation_id", r.id())
+      .Meta("state", state);
+}
+
+absl::Status Contended(int examined, int attempts) {
+  return Error(absl::StatusCode::kAborted, v1::CONTENDED,
+               "eligible machines exist but other orders were faster; retry now")
+      .Meta("candidates_examined", absl::StrCat(examined))
+      .Meta("attempts", absl::StrCat(attempts));
+}
+
+absl::Status NoCapacity(const ExclusionSummary& summary) {
+  Error error(absl::StatusCode::kFailedPrecondition, v1::NO_CAPACITY,
+              "no machine matches the criteria and is free");
+  for (size_t i = 0; i < kExclusionCount; ++i) {
+    const auto exclusion = static_cast<Exclusion>(i);
+    if (exclusion == Exclusion::kEligible || summary.counts[i] == 0) continue;
+    v1::ExclusionCount* count = error.detail().add_exclusion_counts();
+    count->set_reason(ExclusionName(exclusion));
+    count->set_count(summary.counts[i]);
+  }
+  for (const auto& [device_id, exclusion] : summary.listed) {
+    v1::ExcludedDevice* device = error.detail().add_excluded_devices();
+    device->set_device_id(device_id);
+    device->set_reason(ExclusionName(exclusion));
+  }
+  return error;
+}
+
+}  // namespace
+
+absl::Status ValidateOptions(const ReservationOptions& o) {
+  if (o.max_ttl_seconds <= 0) return absl::InvalidArgumentError("max TTL must be positive");
+  if (o.default_ttl_seconds <= 0 || o.default_ttl_seconds > o.max_ttl_seconds) {
+    return absl::InvalidArgumentError("default TTL must be positive and at most the max TTL");
+  }
+  if (o.max_attempts <= 0 || o.max_candidates <= 0 || o.max_listed_devices < 0) {
+    return absl::InvalidArgumentError("attempt and candidate limits must be positive");
+  }
+  return absl::OkStatus();
+}
+
+ReservationLogic::ReservationLogic(DbPool& pool, ReservationOptions options)
+    : pool_(pool), options_(options) {}
+
+absl::Status ReservationLogic::Reserve(const Principal& principal,
+                                       const v1::ReserveRequest& request,
+                                       v1::ReserveResponse* response) {
+  DCL_RETURN_IF_ERROR(CheckText("idempotency_key", request.idempotency_key(), kMaxKeyLength, true));
+  DCL_RETURN_IF_ERROR(CheckCriteria(request.criteria()));
+  if (request.ttl_seconds() < 0 || request.ttl_seconds() > options_.max_ttl_seconds) {
+    return InvalidInput(
+        "ttl_seconds",
+        absl::StrCat("must be between 1 and ", options_.max_ttl_seconds, " (0 = the default)"));
+  }
+  const int ttl = request.ttl_seconds() == 0 ? options_.default_ttl_seconds : request.ttl_seconds();
+  const Criteria criteria = CriteriaOf(request.criteria());
+  const std::string& org = principal.org_id;
+  const std::string& key = request.idempotency_key();
+  const std::string pivot = RandomPivot();
+
+  absl::StatusOr<v1::ReserveResponse> result =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ReserveResponse> {
+        // The order's existing reservation, whatever its state; the same key with other
+        // criteria is a client error, and nothing is written.
+        auto replay =
+            [&](const ReservationRecord& existing) -> absl::StatusOr<v1::ReserveResponse> {
+          if (CriteriaOf(existing.proto.criteria()) != criteria) {
+            return Error(absl::StatusCode::kFailedPrecondition, v1::IDEMPOTENCY_KEY_REUSED,
+                         "this idempotency key was used with different criteria")
+                .Meta("reservation_id", existing.proto.id());
+          }
+          v1::ReserveResponse out;
+          *out.mutable_reservation() = existing.proto;
+          out.set_replay(true);
+          return out;
+        };
+
+        // 1. The order already has a reservation.
+        if (auto existing = Store::FindByKey(tx, org, key, false)) return replay(*existing);
+        if (!Store::SiteExists(tx, org, criteria.site_id)) {
+          return NotFound("site", criteria.site_id);
+        }
+
+        // 2. Pass 1: is anything eligible right now? A cheap look from the walk's start (the
+        // exclusion reasons of every device are computed only when refusing, step 6).
+        bool any_eligible = false;
+        for (const DeviceFacts& facts : Store::FetchCandidates(tx, org, criteria, pivot, 1)) {
+          if (Classify(criteria, facts) == Exclusion::kEligible) any_eligible = true;
+        }
+
+        // 3. Pass 2: walk the site's devices in id order from the random pivot, wrapping once.
+        // Each step is one statement with a fresh snapshot that locks ONE row and passes over
+        // rows other orders have locked (skipped: nothing went wrong); the device is re-checked
+        // under its lock and the hold inserted, all inside a savepoint. A unique violation on
+        // the arbiter index is a lost insert race = one attempt.
+        int examined = 0, attempts = 0;
+        std::string cursor = pivot;
+        bool inclusive = true, wrapped = false;
+        while (any_eligible && examined < options_.max_candidates &&
+               attempts < options_.max_attempts) {
+          Savepoint savepoint(tx,
+                              "reserve_attempt");  // rolled back (lock released) unless released
+          std::optional<DeviceFacts> candidate = Store::LockNextCandidate(
+              tx, org, criteria, cursor, inclusive, wrapped ? pivot : std::string());
+          if (!candidate) {
+            if (wrapped) break;
+            wrapped = true;
+            cursor = "00000000-0000-0000-0000-000000000000";
+            inclusive = true;
+            continue;
+          }
+          ++examined;
+          cursor = candidate->id;
+          inclusive = false;
+          std::optional<DeviceFacts> facts = Store::ReadDeviceFacts(tx, org, candidate->id);
+          if (!facts || Classify(criteria, *facts) != Exclusion::kEligible) continue;
+          if (before_insert_) before_insert_(candidate->id);
+          GuardedResult inserted = Store::InsertHold(
+              tx, org, key, candidate->id, criteria,
+              SelectionReason(criteria, *facts, pivot, examined, attempts), ttl, principal.Actor());
+          if (!inserted.violated()) {
+            savepoint.Release();
+            if (!inserted.returned) return Internal("hold insert returned no id");
+            std::optional<ReservationRecord> held =
+                Store::FindById(tx, org, *inserted.returned, false);
+            if (!held) return Internal("inserted hold not found");
+            v1::ReserveResponse out;
+            *out.mutable_reservation() = held->proto;
+            out.set_candidates_examined(examined);
+            out.set_attempts(attempts);
+            return out;
+          }
+          savepoint.Rollback();
+          if (inserted.violated_constraint == kDeviceHeldIndex) {
+            ++attempts;  // the arbiter gave the machine to another order
+            continue;
+          }
+          if (inserted.violated_constraint == kOrgKeyConstraint) {
+            // 7. A concurrent call with the same key committed first: this order has a hold.
+            if (auto existing = Store::FindByKey(tx, org, key, false)) return replay(*existing);
+            return Contended(examined, attempts);
+          }
+          return Internal("hold refused by constraint " + inserted.violated_constraint);
+        }
+
+        // 5. Before refusing, the key again: each statement sees what has committed since.
+        if (auto existing = Store::FindByKey(tx, org, key, false)) return replay(*existing);
+
+        // 6. Eligible machines existed but none could be taken: retry now.
+        if (any_eligible) return Contended(examined, attempts);
+        ExclusionSummary summary =
+            Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
+        if (summary.eligible > 0) return Contended(examined, attempts);
+        return NoCapacity(summary);
+      });
+  if (!result.ok()) return result.status();
+  *response = std::move(*result);
+  return absl::OkStatus();
+}
+
+absl::Status ReservationLogic::Convert(const Principal& principal,
+                                       const v1::ConvertRequest& request,
+                                       v1::ConvertResponse* response) {
+  absl::StatusOr<Ref> ref = ParseRef(request.reservation());
+  if (!ref.ok()) return ref.status();
+  DCL_RETURN_IF_ERROR(CheckId("service_id", request.service_id()));
+  const std::string& org = principal.org_id;
+
+  // A refusal that must still commit (recording expired-at-conversion) travels beside the
+  // response, so the transaction commits and the caller still hears HOLD_EXPIRED.
+  struct Outcome {
+    v1::ConvertResponse response;
+    absl::Status refusal;
+  };
+  absl::StatusOr<Outcome> result = pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<Outcome> {
+    std::optional<ReservationRecord> locked = Find(tx, org, *ref, /*lock=*/true);
+    if (!locked) return NotFound("reservation", ref->Describe());
+    const v1::Reservation& r = locked->proto;
+    Outcome outcome;
+    if (r.state() == v1::RESERVATION_CONVERTED) {
+      if (r.service_id() != request.service_id()) {
+        return WrongState(r, "it was converted for another service");
+      }
+      *outcome.response.mutable_reservation() = r;
+      if (auto binding = Store::FindBindingOfReservation(tx, org, r.id())) {
+        *outcome.response.mutable_binding() = *binding;
+      }
+      outcome.response.set_replay(true);
+      return outcome;
+    }
+    if (r.state() == v1::RESERVATION_EXPIRED) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::HOLD_EXPIRED,
+                   "the hold has expired; reserve again")
+          .Meta("reservation_id", r.id())
+          .Meta("state", "expired");
+    }
+    if (r.state() != v1::RESERVATION_HELD) return WrongState(r, "only a held one converts");
+
+    // The deadline, by the database clock, read after the row lock was granted: a hold that
+    // lapsed between two sweeps does not convert, sweeper or not.
+    std::optional<ReservationRecord> now = Store::FindById(tx, org, r.id(), false);
+    if (!now) return Internal("locked reservation vanished");
+    if (now->lapsed) {
+      Store::MarkExpiredAtConversion(tx, r.id(), principal.Actor());
+      outcome.refusal = Error(absl::StatusCode::kFailedPrecondition, v1::HOLD_EXPIRED,
+                              "the hold expired before conversion; reserve again")
+                            .Meta("reservation_id", r.id())
+                            .Meta("state", "expired");
+      return outcome;
+    }
+
+    // The binding first, then the state: the row stays held until the binding exists, so a
+    // concurrent order sees the hold or the binding at every instant (one commit).
+    absl::StatusOr<v1::ServiceBinding> binding = Store::WriteBinding(
+        tx, org, request.service_id(), r.device_id(), r.id(), principal.Actor());
+    if (!binding.ok()) return binding.status();
+    Store::MarkConverted(tx, r.id(), request.service_id(), principal.Actor());
+    std::optional<ReservationRecord> converted = Store::FindById(tx, org, r.id(), false);
+    if (!converted) return Internal("converted reservation vanished");
+    *outcome.response.mutable_reservation() = converted->proto;
+    *outcome.response.mutable_binding() = *binding;
+    return outcome;
+  });
+  if (!result.ok()) return result.status();
+  if (!result->refusal.ok()) return result->refusal;
+  *response = std::move(result->response);
+  return absl::OkStatus();
+}
+
+absl::Status ReservationLogic::Cancel(const Principal& principal, const v1::CancelRequest& request,
+                                      v1::CancelResponse* response) {
+  absl::StatusOr<Ref> ref = ParseRef(request.reservation());
+  if (!ref.ok()) return ref.status();
+  DCL_RETURN_IF_ERROR(CheckText("reason", request.reason(), kMaxNoteLength, false));
+  const std::string& org = principal.org_id;
+  absl::StatusOr<v1::CancelResponse> result =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::CancelResponse> {
+        std::optional<ReservationRecord> locked = Find(tx, org, *ref, /*lock=*/true);
+        if (!locked) return NotFound("reservation", ref->Describe());
+        v1::CancelResponse out;
+        if (locked->proto.state() == v1::RESERVATION_CANCELLED) {
+          *out.mutable_reservation() = locked->proto;
+          out.set_replay(true);
+          return out;
+        }
+        if (locked->proto.state() != v1::RESERVATION_HELD) {
+          return WrongState(locked->proto, "only a held reservation can be cancelled");
+        }
+        // Only a caller writes 'cancelled', and the row records who.
+        Store::MarkCancelled(tx, locked->proto.id(), principal.Actor(), request.reason());
+        std::optional<ReservationRecord> cancelled =
+            Store::FindById(tx, org, locked->proto.id(), false);
+        if (!cancelled) return Internal("cancelled reservation vanished");
+        *out.mutable_reservation() = cancelled->proto;
+        return out;
+      });
+  if (!result.ok()) return result.status();
+  *response = std::move(*result);
+  return absl::OkStatus();
+}
+
+absl::Status ReservationLogic::GetReservation(const Principal& principal,
+                                              const v1::GetReservationRequest& request,
+                                              v1::Reservation* response) {
+  absl::StatusOr<Ref> ref = ParseRef(request.reservation());
+  if (!ref.ok()) return ref.status();
+  absl::StatusOr<v1::Reservation> result =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Reservation> {
+        std::optional<ReservationRecord> found = Find(tx, principal.org_id, *ref, false);
+        if (!found) return NotFound("reservation", ref->Describe());
+        return found->proto;
+      });
+  if (!result.ok()) return result.status();
+  *response = std::move(*result);
+  return absl::OkStatus();
+}
+
+absl::Status ReservationLogic::ListReservations(const Principal& principal,
+                                                const v1::ListReservationsRequest& request,
+                                                v1::ListReservationsResponse* response) {
+  std::string state;
+  if (request.state() != v1::RESERVATION_STATE_UNSPECIFIED) {
+    state = StateName(request.state());
+    if (state.empty()) return InvalidInput("state", "is not a reservation state");
+  }
+  if (request.page_size() < 0) return InvalidInput("page_size", "must not be negative");
+  const int page_size =
+      request.page_size() == 0 ? kDefaultPageSize : std::min(request.page_size(), kMaxPageSize);
+  // The token is "<created_at in microseconds>.<id>" of the previous page's last row.
+  std::optional<ListCursor> after;
+  if (!request.page_token().empty()) {
+    const std::string& token = request.page_token();
+    const size_t dot = token.find('.');
+    ListCursor cursor;
+    if (dot == std::string::npos ||
+        !absl::SimpleAtoi(token.substr(0, dot), &cursor.created_at_us) ||
+        !IsUuid(token.substr(dot + 1))) {
+      return InvalidInput("page_token", "is not a token this service issued");
+    }
+    cursor.id = token.substr(dot + 1);
+    after = cursor;
+  }
+  absl::StatusOr<v1::ListReservationsResponse> result =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ListReservationsResponse> {
+        std::vector<ListCursor> cursors;
+        std::vector<v1::Reservation> rows =
+            Store::List(tx, principal.org_id, state, after, page_size + 1, &cursors);
+        v1::ListReservationsResponse out;
+        const bool more = static_cast<int>(rows.size()) > page_size;
+        if (more) rows.resize(page_size);
+        for (v1::Reservation& r : rows) *out.add_reservations() = std::move(r);
+        if (more) {
+          const ListCursor& last = cursors[page_size - 1];
+          out.set_next_page_token(absl::StrCat(last.created_at_us, ".", last.id));
+        }
+        return out;
+      });
+  if (!result.ok()) return result.status();
+  *response = std::move(*result);
+  return absl::OkStatus();
+}
+
+absl::Status ReservationLogic::CreateService(const Principal& principal,
+                                             const v1::CreateServiceRequest& request,
+                                             v1::Service* response) {
+  if (request.kind() != "dedicated" && request.kind() != "vps") {
+    return InvalidInput("kind", "must be \"dedicated\" or \"vps\"");
+  }
+  DCL_RETURN_IF_ERROR(CheckText("customer", request.customer(), kMaxNameLength, true));
+  absl::StatusOr<v1::Service> result =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Service> {
+        return Store::InsertService(tx, principal.org_id, request.kind(), request.customer(),
+                                    principal.Actor());
+      });
+  if (!result.ok()) return result.status();
+  *response = std::move(*result);
+  return absl::OkStatus();
+}
+
+absl::Status ReservationLogic::EndBinding(const Principal& principal,
+                                          const v1::EndBindingRequest& request,
+                                          v1::ServiceBinding* response) {
+  DCL_RETURN_IF_ERROR(CheckId("binding_id", request.binding_id()));
+  absl::StatusOr<v1::ServiceBinding> result =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ServiceBinding> {
+        bool replay = false;
+        return Store::EndBinding(tx, principal.org_id, request.binding_id(), principal.Actor(),
+                                 &replay);
+      });
+  if (!result.ok()) return result.status();
+  *response = std::move(*result);
+  return absl::OkStatus();
+}
+
+}  // namespace dcl::reservation

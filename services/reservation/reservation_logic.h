@@ -1,0 +1,75 @@
+// The reservation service's domain logic, without gRPC: Reserve holds a dedicated machine for an
+// order, Convert turns the hold into a service binding, Cancel abandons it; plus services,
+// bindings and reads. Each call is one database transaction; every query is scoped by the
+// caller's organization.
+//
+// Who decides what:
+//   * the schema decides the winner of a race (reservations_device_held_uq, the binding
+//     indexes, reservations_org_key_uq); this code produces the readable answer first and maps
+//     the violated constraint's name when it loses anyway;
+//   * eligibility of a candidate is Classify() (eligibility.h);
+//   * the hold's deadline is enforced by Convert against the database clock, not by the sweeper.
+#ifndef DCL_SERVICES_RESERVATION_RESERVATION_LOGIC_H_
+#define DCL_SERVICES_RESERVATION_RESERVATION_LOGIC_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "dcl/v1/reservation.pb.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+
+namespace dcl::reservation {
+
+struct ReservationOptions {
+  int default_ttl_seconds = 15 * 60;  // a hold waits for checkout, payment, fraud check
+  int max_ttl_seconds = 24 * 60 * 60;
+  int max_attempts = 5;         // lost insert races before "try again in a moment"
+  int max_candidates = 25;      // devices examined (locked or skipped) per call
+  int max_listed_devices = 20;  // excluded devices listed in a NO_CAPACITY answer
+};
+
+// Startup check of the options: crash-worthy misconfiguration is reported, not corrected.
+absl::Status ValidateOptions(const ReservationOptions& options);
+
+// Test seam: runs inside Reserve's pass 2 after a device is locked and re-checked, just before
+// the hold is inserted (used to make a real insert race deterministic).
+using BeforeInsertHook = std::function<void(const std::string& device_id)>;
+
+class ReservationLogic {
+ public:
+  ReservationLogic(DbPool& pool, ReservationOptions options);
+  ReservationLogic(const ReservationLogic&) = delete;
+  ReservationLogic& operator=(const ReservationLogic&) = delete;
+
+  absl::Status Reserve(const Principal& principal, const v1::ReserveRequest& request,
+                       v1::ReserveResponse* response);
+  absl::Status Convert(const Principal& principal, const v1::ConvertRequest& request,
+                       v1::ConvertResponse* response);
+  absl::Status Cancel(const Principal& principal, const v1::CancelRequest& request,
+                      v1::CancelResponse* response);
+  absl::Status GetReservation(const Principal& principal, const v1::GetReservationRequest& request,
+                              v1::Reservation* response);
+  absl::Status ListReservations(const Principal& principal,
+                                const v1::ListReservationsRequest& request,
+                                v1::ListReservationsResponse* response);
+  absl::Status CreateService(const Principal& principal, const v1::CreateServiceRequest& request,
+                             v1::Service* response);
+  absl::Status EndBinding(const Principal& principal, const v1::EndBindingRequest& request,
+                          v1::ServiceBinding* response);
+
+  // Not thread-safe with concurrent calls: set before use (tests only).
+  void SetBeforeInsertHookForTest(BeforeInsertHook hook) { before_insert_ = std::move(hook); }
+
+  const ReservationOptions& options() const { return options_; }
+
+ private:
+  DbPool& pool_;
+  const ReservationOptions options_;
+  BeforeInsertHook before_insert_;
+};
+
+}  // namespace dcl::reservation
+
+#endif  // DCL_SERVICES_RESERVATION_RESERVATION_LOGIC_H_

@@ -1,0 +1,406 @@
+#include "services/reservation/reservation_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "services/common/status.h"
+
+namespace dcl::reservation {
+
+namespace {
+
+// Microseconds since the epoch of a timestamptz expression, exact (numeric, not float).
+std::string Micros(const std::string& column) {
+  return absl::StrCat("(extract(epoch FROM ", column, ") * 1000000)::bigint");
+}
+
+const std::string& ReservationColumns() {
+  static const std::string* columns = new std::string(absl::StrCat(
+      "r.id::text, r.idempotency_key, r.device_id::text, r.state, r.criteria_site_id::text, "
+      "r.criteria_vendor, r.criteria_model, r.criteria_hardware_profile, "
+      "r.selection_reason::text, ",
+      Micros("r.created_at"), ", ", Micros("r.expires_at"), ", ", Micros("r.ended_at"),
+      ", coalesce(r.end_reason, ''), coalesce(r.ended_by, ''), coalesce(r.service_id::text, ''), "
+      "clock_timestamp() >= r.expires_at"));
+  return *columns;
+}
+
+void SetTime(int64_t micros, google::protobuf::Timestamp* ts) {
+  ts->set_seconds(micros / 1000000);
+  ts->set_nanos(static_cast<int32_t>((micros % 1000000) * 1000));
+}
+
+ReservationRecord RecordFromRow(const pqxx::row& row) {
+  ReservationRecord record;
+  v1::Reservation& r = record.proto;
+  r.set_id(row[0].as<std::string>());
+  r.set_idempotency_key(row[1].as<std::string>());
+  r.set_device_id(row[2].as<std::string>());
+  r.set_state(StateFromName(row[3].as<std::string>()));
+  r.mutable_criteria()->set_site_id(row[4].as<std::string>());
+  r.mutable_criteria()->set_vendor(row[5].as<std::string>());
+  r.mutable_criteria()->set_model(row[6].as<std::string>());
+  r.mutable_criteria()->set_hardware_profile(row[7].as<std::string>());
+  r.set_selection_reason_json(row[8].as<std::string>());
+  SetTime(row[9].as<int64_t>(), r.mutable_created_at());
+  SetTime(row[10].as<int64_t>(), r.mutable_expires_at());
+  if (!row[11].is_null()) SetTime(row[11].as<int64_t>(), r.mutable_ended_at());
+  r.set_end_reason(row[12].as<std::string>());
+  r.set_ended_by(row[13].as<std::string>());
+  r.set_service_id(row[14].as<std::string>());
+  record.lapsed = row[15].as<bool>();
+  return record;
+}
+
+// The facts Classify() needs, for devices aliased d. Both EXISTS read the same snapshot, so a
+// Convert committing in between is seen either as the hold or as the binding, never as neither.
+const char kFactsColumns[] =
+    "d.id::text, d.site_id::text, d.vendor, d.model, d.hardware_profile, d.process_state, "
+    "EXISTS (SELECT 1 FROM service_bindings b WHERE b.device_id = d.id AND b.ended_at IS NULL), "
+    "EXISTS (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held')";
+
+DeviceFacts FactsFromRow(const pqxx::row& row) {
+  DeviceFacts f;
+  f.id = row[0].as<std::string>();
+  f.site_id = row[1].as<std::string>();
+  f.vendor = row[2].as<std::string>();
+  f.model = row[3].as<std::string>();
+  f.hardware_profile = row[4].as<std::string>();
+  f.process_state = row[5].as<std::string>();
+  f.bound = row[6].as<bool>();
+  f.held = row[7].as<bool>();
+  return f;
+}
+
+const std::string& BindingColumns() {
+  static const std::string* columns =
+      new std::string(absl::StrCat("b.id::text, b.service_id::text, b.device_id::text, ",
+                                   Micros("b.started_at"), ", ", Micros("b.ended_at")));
+  return *columns;
+}
+
+v1::ServiceBinding BindingFromRow(const pqxx::row& row) {
+  v1::ServiceBinding b;
+  b.set_id(row[0].as<std::string>());
+  b.set_service_id(row[1].as<std::string>());
+  b.set_device_id(row[2].as<std::string>());
+  SetTime(row[3].as<int64_t>(), b.mutable_started_at());
+  if (!row[4].is_null()) SetTime(row[4].as<int64_t>(), b.mutable_ended_at());
+  return b;
+}
+
+}  // namespace
+
+v1::ReservationState StateFromName(const std::string& name) {
+  if (name == "held") return v1::RESERVATION_HELD;
+  if (name == "converted") return v1::RESERVATION_CONVERTED;
+  if (name == "expired") return v1::RESERVATION_EXPIRED;
+  if (name == "cancelled") return v1::RESERVATION_CANCELLED;
+  return v1::RESERVATION_STATE_UNSPECIFIED;
+}
+
+std::string StateName(v1::ReservationState state) {
+  switch (state) {
+    case v1::RESERVATION_HELD:
+      return "held";
+    case v1::RESERVATION_CONVERTED:
+      return "converted";
+    case v1::RESERVATION_EXPIRED:
+      return "expired";
+    case v1::RESERVATION_CANCELLED:
+      return "cancelled";
+    default:
+      return "";
+  }
+}
+
+std::optional<ReservationRecord> ReservationStore::FindById(pqxx::work& tx, const std::string& org,
+                                                            const std::string& id, bool lock) {
+  pqxx::result rows =
+      tx.exec_params(absl::StrCat("SELECT ", ReservationColumns(),
+                                  " FROM reservations r WHERE r.org_id = $1 AND r.id = $2",
+                                  lock ? " FOR UPDATE" : ""),
+                     org, id);
+  if (rows.empty()) return std::nullopt;
+  return RecordFromRow(rows[0]);
+}
+
+std::optional<ReservationRecord> ReservationStore::FindByKey(pqxx::work& tx, const std::string& org,
+                                                             const std::string& key, bool lock) {
+  pqxx::result rows = tx.exec_params(
+      absl::StrCat("SELECT ", ReservationColumns(),
+                   " FROM reservations r WHERE r.org_id = $1 AND r.idempotency_key = $2",
+                   lock ? " FOR UPDATE" : ""),
+      org, key);
+  if (rows.empty()) return std::nullopt;
+  return RecordFromRow(rows[0]);
+}
+
+std::vector<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::string& org,
+                                                    const std::string& state,
+                                                    const std::optional<ListCursor>& after,
+                                                    int limit, std::vector<ListCursor>* cursors) {
+  // Newest first; the cursor is the (created_at, id) of the last row returned, compared as
+  // exact microseconds.
+  pqxx::result rows = tx.exec_params(
+      absl::StrCat("SELECT ", ReservationColumns(), ", ", Micros("r.created_at"),
+                   " FROM reservations r WHERE r.org_id = $1 AND ($2 = '' OR r.state = $2) "
+                   "AND ($3 = '' OR (r.created_at, r.id) < "
+                   "('epoch'::timestamptz + $4::bigint * interval '1 microsecond', $3::uuid)) "
+                   "ORDER BY r.created_at DESC, r.id DESC LIMIT $5"),
+      org, state, after ? after->id : std::string(), after ? after->created_at_us : int64_t{0},
+      limit);
+  std::vector<v1::Reservation> out;
+  for (const pqxx::row& row : rows) {
+    out.push_back(RecordFromRow(row).proto);
+    if (cursors) cursors->push_back({row[16].as<int64_t>(), row[0].as<std::string>()});
+  }
+  return out;
+}
+
+bool ReservationStore::SiteExists(pqxx::work& tx, const std::string& org, const std::string& site) {
+  return !tx.exec_params("SELECT 1 FROM sites WHERE org_id = $1 AND id = $2", org, site).empty();
+}
+
+std::vector<DeviceFacts> ReservationStore::FetchCandidates(pqxx::work& tx, const std::string& org,
+                                                           const Criteria& criteria,
+                                                           const std::string& pivot, int limit) {
+  // Narrowing only (Classify decides): the criteria, a ready state, no active binding, no hold.
+  // devices_site_id_order_idx serves (site_id, id >= pivot) in id order, so the walk starts at
+  // a random place and stops after `limit` rows that look sellable.
+  auto fetch = [&](const char* side, int n) {
+    return tx.exec_params(
+        absl::StrCat("SELECT ", kFactsColumns,
+                     " FROM devices d WHERE d.site_id = $1 AND d.org_id = $2 "
+                     "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
+                     "AND ($5 = '' OR d.hardware_profile = $5) AND d.process_state = 'normal' "
+                     "AND NOT EXISTS (SELECT 1 FROM service_bindings b "
+                     "                WHERE b.device_id = d.id AND b.ended_at IS NULL) "
+                     "AND NOT EXISTS (SELECT 1 FROM reservations h "
+                     "                WHERE h.device_id = d.id AND h.state = 'held') "
+                     "AND d.id ",
+                     side, " $6::uuid ORDER BY d.id LIMIT $7"),
+        criteria.site_id, org, criteria.vendor, criteria.model, criteria.hardware_profile, pivot,
+        n);
+  };
+  std::vector<DeviceFacts> out;
+  for (const pqxx::row& row : fetch(">=", limit)) out.push_back(FactsFromRow(row));
+  if (static_cast<int>(out.size()) < limit) {
+    for (const pqxx::row& row : fetch("<", limit - static_cast<int>(out.size()))) {
+      out.push_back(FactsFromRow(row));
+    }
+  }
+  return out;
+}
+
+std::optional<DeviceFacts> ReservationStore::LockNextCandidate(
+    pqxx::work& tx, const std::string& org, const Criteria& criteria, const std::string& after,
+    bool inclusive, const std::string& before) {
+  // NO KEY UPDATE, not UPDATE: it excludes every other Reserve examining this device, but not
+  // the KEY SHARE lock a foreign key check takes, so inserting rows that reference the device
+  // (a reservation, a binding, a booking) never waits for a Reserve that merely looks at it.
+  pqxx::result rows = tx.exec_params(
+      absl::StrCat("SELECT ", kFactsColumns,
+                   " FROM devices d WHERE d.site_id = $1 AND d.org_id = $2 "
+                   "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
+                   "AND ($5 = '' OR d.hardware_profile = $5) AND d.process_state = 'normal' "
+                   "AND NOT EXISTS (SELECT 1 FROM service_bindings b "
+                   "                WHERE b.device_id = d.id AND b.ended_at IS NULL) "
+                   "AND NOT EXISTS (SELECT 1 FROM reservations h "
+                   "                WHERE h.device_id = d.id AND h.state = 'held') "
+                   "AND d.id ",
+                   inclusive ? ">=" : ">",
+                   " $6::uuid AND (nullif($7, '')::uuid IS NULL OR d.id < nullif($7, '')::uuid) "
+                   "ORDER BY d.id LIMIT 1 FOR NO KEY UPDATE OF d SKIP LOCKED"),
+      criteria.site_id, org, criteria.vendor, criteria.model, criteria.hardware_profile, after,
+      before);
+  if (rows.empty()) return std::nullopt;
+  return FactsFromRow(rows[0]);
+}
+
+std::optional<DeviceFacts> ReservationStore::ReadDeviceFacts(pqxx::work& tx, const std::string& org,
+                                                             const std::string& device_id) {
+  pqxx::result rows = tx.exec_params(
+      absl::StrCat("SELECT ", kFactsColumns, " FROM devices d WHERE d.id = $1 AND d.org_id = $2"),
+      device_id, org);
+  if (rows.empty()) return std::nullopt;
+  return FactsFromRow(rows[0]);
+}
+
+ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std::string& org,
+                                                       const Criteria& criteria, int max_listed) {
+  // One row per distinct combination of facts (a handful), each with its count and the first
+  // few device ids; Classify() turns each combination into a reason.
+  pqxx::result rows = tx.exec_params(
+      absl::StrCat("SELECT site_id, vendor, model, hardware_profile, process_state, bound, held, "
+                   "count(*), array_to_string((array_agg(id ORDER BY id))[1:$2], ',') "
+                   "FROM (SELECT ",
+                   kFactsColumns,
+                   " FROM devices d WHERE d.org_id = $1) AS f(id, site_id, vendor, model, "
+                   "hardware_profile, process_state, bound, held) "
+                   "GROUP BY 1, 2, 3, 4, 5, 6, 7"),
+      org, max_listed);
+  ExclusionSummary summary;
+  for (const pqxx::row& row : rows) {
+    DeviceFacts facts;
+    facts.site_id = row[0].as<std::string>();
+    facts.vendor = row[1].as<std::string>();
+    facts.model = row[2].as<std::string>();
+    facts.hardware_profile = row[3].as<std::string>();
+    facts.process_state = row[4].as<std::string>();
+    facts.bound = row[5].as<bool>();
+    facts.held = row[6].as<bool>();
+    const int count = row[7].as<int>();
+    const Exclusion exclusion = Classify(criteria, facts);
+    summary.counts[static_cast<size_t>(exclusion)] += count;
+    if (exclusion == Exclusion::kEligible) {
+      summary.eligible += count;
+      continue;
+    }
+    // Devices at other sites are counted, not listed: they say nothing about this site.
+    if (exclusion == Exclusion::kWrongSite) continue;
+    for (absl::string_view id : absl::StrSplit(row[8].as<std::string>(), ',', absl::SkipEmpty())) {
+      if (static_cast<int>(summary.listed.size()) >= max_listed) break;
+      summary.listed.emplace_back(std::string(id), exclusion);
+    }
+  }
+  return summary;
+}
+
+GuardedResult ReservationStore::InsertHold(pqxx::work& tx, const std::string& org,
+                                           const std::string& key, const std::string& device_id,
+                                           const Criteria& criteria,
+                                           const std::string& selection_reason_json,
+                                           int ttl_seconds, const std::string& actor) {
+  return GuardedExec(
+      tx,
+      "INSERT INTO reservations (org_id, idempotency_key, device_id, state, criteria_site_id, "
+      "criteria_vendor, criteria_model, criteria_hardware_profile, selection_reason, created_by, "
+      "expires_at) VALUES ($1[1]::uuid, $1[2], $1[3]::uuid, 'held', $1[4]::uuid, $1[5], $1[6], "
+      "$1[7], $1[8]::jsonb || jsonb_build_object('chosen_at', now()), $1[9], "
+      "now() + make_interval(secs => $1[10]::int)) RETURNING id::text",
+      {org, key, device_id, criteria.site_id, criteria.vendor, criteria.model,
+       criteria.hardware_profile, selection_reason_json, actor, absl::StrCat(ttl_seconds)});
+}
+
+void ReservationStore::MarkConverted(pqxx::work& tx, const std::string& id,
+                                     const std::string& service_id, const std::string& actor) {
+  tx.exec_params(
+      "UPDATE reservations SET state = 'converted', end_reason = 'converted', "
+      "ended_at = clock_timestamp(), ended_by = $2, service_id = $3 "
+      "WHERE id = $1 AND state = 'held'",
+      id, actor, service_id);
+}
+
+void ReservationStore::MarkExpiredAtConversion(pqxx::work& tx, const std::string& id,
+                                               const std::string& actor) {
+  tx.exec_params(
+      "UPDATE reservations SET state = 'expired', end_reason = 'expired_at_conversion', "
+      "ended_at = clock_timestamp(), ended_by = $2 WHERE id = $1 AND state = 'held'",
+      id, actor);
+}
+
+void ReservationStore::MarkCancelled(pqxx::work& tx, const std::string& id,
+                                     const std::string& actor, const std::string& note) {
+  tx.exec_params(
+      "UPDATE reservations SET state = 'cancelled', end_reason = 'cancelled', "
+      "ended_at = clock_timestamp(), ended_by = $2, end_note = nullif($3, '') "
+      "WHERE id = $1 AND state = 'held'",
+      id, actor, note);
+}
+
+v1::Service ReservationStore::InsertService(pqxx::work& tx, const std::string& org,
+                                            const std::string& kind, const std::string& customer,
+                                            const std::string& actor) {
+  pqxx::row row = tx.exec_params1(
+      "INSERT INTO services (org_id, kind, customer, created_by) VALUES ($1, $2, $3, $4) "
+      "RETURNING id::text",
+      org, kind, customer, actor);
+  v1::Service service;
+  service.set_id(row[0].as<std::string>());
+  service.set_kind(kind);
+  service.set_customer(customer);
+  return service;
+}
+
+absl::StatusOr<v1::ServiceBinding> ReservationStore::WriteBinding(
+    pqxx::work& tx, const std::string& org, const std::string& service_id,
+    const std::string& device_id, const std::string& reservation_id, const std::string& actor) {
+  // RULE ENFORCED HERE, NOT BY THE SCHEMA: a binding points to a dedicated service. A CHECK
+  // cannot read the services table, so this function, the only one that inserts into
+  // service_bindings, refuses any other kind. FOR KEY SHARE keeps the service from being
+  // deleted until the binding commits. The two "one active binding" rules are the schema's
+  // (partial unique indexes), told apart here by name.
+  pqxx::result service = tx.exec_params(
+      "SELECT kind FROM services WHERE id = $1 AND org_id = $2 FOR KEY SHARE", service_id, org);
+  if (service.empty()) return NotFound("service", service_id);
+  const std::string kind = service[0][0].as<std::string>();
+  if (kind != "dedicated") {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::SERVICE_NOT_DEDICATED,
+                 "a machine can be bound only to a dedicated service; this service is " + kind)
+        .Meta("service_id", service_id)
+        .Meta("kind", kind);
+  }
+  GuardedResult inserted = GuardedExec(
+      tx,
+      "INSERT INTO service_bindings (org_id, service_id, device_id, reservation_id, started_by) "
+      "VALUES ($1[1]::uuid, $1[2]::uuid, $1[3]::uuid, $1[4]::uuid, $1[5]) RETURNING id::text",
+      {org, service_id, device_id,
+       reservation_id.empty() ? std::nullopt : std::optional<std::string>(reservation_id), actor});
+  if (inserted.violated()) {
+    if (inserted.violated_constraint == kServiceActiveIndex) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::SERVICE_ALREADY_BOUND,
+                   "the service is already bound to a machine")
+          .Meta("service_id", service_id);
+    }
+    if (inserted.violated_constraint == kDeviceActiveIndex) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_ALREADY_BOUND,
+                   "the machine is already bound to another service")
+          .Meta("device_id", device_id);
+    }
+    return Internal("binding refused by constraint " + inserted.violated_constraint);
+  }
+  if (!inserted.returned) return Internal("binding insert returned no id");
+  pqxx::row row = tx.exec_params1(
+      absl::StrCat("SELECT ", BindingColumns(), " FROM service_bindings b WHERE b.id = $1"),
+      *inserted.returned);
+  return BindingFromRow(row);
+}
+
+std::optional<v1::ServiceBinding> ReservationStore::FindBindingOfReservation(
+    pqxx::work& tx, const std::string& org, const std::string& reservation_id) {
+  pqxx::result rows = tx.exec_params(
+      absl::StrCat("SELECT ", BindingColumns(),
+                   " FROM service_bindings b WHERE b.org_id = $1 AND b.reservation_id = $2 "
+                   "ORDER BY b.started_at DESC LIMIT 1"),
+      org, reservation_id);
+  if (rows.empty()) return std::nullopt;
+  return BindingFromRow(rows[0]);
+}
+
+absl::StatusOr<v1::ServiceBinding> ReservationStore::EndBinding(pqxx::work& tx,
+                                                                const std::string& org,
+                                                                const std::string& binding_id,
+                                                                const std::string& actor,
+                                                                bool* replay) {
+  pqxx::result updated = tx.exec_params(
+      absl::StrCat("UPDATE service_bindings b SET ended_at = greatest(clock_timestamp(), "
+                   "b.started_at), ended_by = $3 "
+                   "WHERE b.id = $1 AND b.org_id = $2 AND b.ended_at IS NULL RETURNING ",
+                   BindingColumns()),
+      binding_id, org, actor);
+  if (!updated.empty()) {
+    *replay = false;
+    return BindingFromRow(updated[0]);
+  }
+  pqxx::result existing =
+      tx.exec_params(absl::StrCat("SELECT ", BindingColumns(),
+                                  " FROM service_bindings b WHERE b.id = $1 AND b.org_id = $2"),
+                     binding_id, org);
+  if (existing.empty()) return NotFound("binding", binding_id);
+  *replay = true;
+  return BindingFromRow(existing[0]);
+}
+
+}  // namespace dcl::reservation
