@@ -1,0 +1,104 @@
+// The sweeper binary: a daemon that sweeps every --interval_seconds, or one sweep with --once
+// (for cron-style scheduling; exit status 0 = the sweep completed, 1 = it failed, 2 = bad
+// configuration). SIGTERM/SIGINT end it after the current batch with exit status 0.
+//
+// No --enabled flag and no reading of the module's rollout switch, on purpose: see sweeper.h.
+// Switching the module off must not switch off the time limit of every hold.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <ctime>
+#include <string>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "services/common/logging.h"
+#include "services/common/server.h"
+#include "services/common/service_main.h"
+#include "sweeper/sweeper.h"
+
+ABSL_FLAG(int, interval_seconds, 60, "seconds between the end of a sweep and the next one");
+ABSL_FLAG(bool, once, false, "run one sweep and exit (0 = success, 1 = failure)");
+ABSL_FLAG(int, batch_size, 1000, "rows per transaction");
+ABSL_FLAG(std::string, sweeper_name, "",
+          "this instance's row in sweeper_status (default: sweeper@<host name>)");
+
+namespace {
+
+std::string DefaultName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "sweeper";
+  return std::string("sweeper@") + host;
+}
+
+// Waits for SIGTERM/SIGINT (blocked in every thread by BlockTerminationSignals) and asks the
+// sweeper to stop; polls `done` so that it also ends when the sweeper ends on its own (--once).
+void WatchSignals(dcl::Sweeper& sweeper, const std::atomic<bool>& done) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  const timespec poll = {0, 100 * 1000 * 1000};
+  while (!done.load()) {
+    const int signal_number = sigtimedwait(&set, nullptr, &poll);
+    if (signal_number > 0) {
+      spdlog::info("signal {} received: finishing the current batch", signal_number);
+      sweeper.RequestStop();
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dcl::BlockTerminationSignals();
+  absl::ParseCommandLine(argc, argv);
+  dcl::InitLogging("sweeper", dcl::LogFormatFromFlags());
+
+  dcl::DbOptions db_options = dcl::DbOptionsFromFlags();
+  if (db_options.url.empty()) {
+    spdlog::critical("no database: set --database_url or DCL_DATABASE_URL");
+    return 2;
+  }
+  const int interval_seconds = absl::GetFlag(FLAGS_interval_seconds);
+  const int batch_size = absl::GetFlag(FLAGS_batch_size);
+  if (interval_seconds < 1 || interval_seconds > 24 * 3600) {
+    spdlog::critical("--interval_seconds must be between 1 and 86400, not {}", interval_seconds);
+    return 2;
+  }
+  if (batch_size < 1 || batch_size > 100000) {
+    spdlog::critical("--batch_size must be between 1 and 100000, not {}", batch_size);
+    return 2;
+  }
+  // One batch at a time needs one connection, plus one when a broken one is being replaced.
+  db_options.pool_size = std::min(db_options.pool_size, 2);
+
+  dcl::SweeperOptions options;
+  options.name = dcl::FlagOrEnv(absl::GetFlag(FLAGS_sweeper_name), "DCL_SWEEPER_NAME",
+                                DefaultName());
+  options.interval = absl::Seconds(interval_seconds);
+  options.batch_size = batch_size;
+
+  dcl::DbPool pool(db_options);
+  dcl::Sweeper sweeper(pool, options);
+  std::atomic<bool> done{false};
+  std::thread signals(WatchSignals, std::ref(sweeper), std::cref(done));
+
+  int exit_status = 0;
+  if (absl::GetFlag(FLAGS_once)) {
+    exit_status = sweeper.SweepOnce().ok() ? 0 : 1;
+  } else {
+    sweeper.Run();  // returns only after a stop request
+  }
+  done.store(true);
+  signals.join();
+  pool.Close();
+  return exit_status;
+}

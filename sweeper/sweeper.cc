@@ -1,0 +1,206 @@
+#include "sweeper/sweeper.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace dcl {
+
+namespace {
+
+class RealClockImpl final : public Clock {
+ public:
+  absl::Time Now() override { return absl::Now(); }
+  void SleepUntil(absl::Time deadline, absl::Notification& stop) override {
+    stop.WaitForNotificationWithDeadline(deadline);
+  }
+};
+
+// Held reservations whose deadline passed by the database clock → expired, never cancelled
+// ("did someone call it off, or did it lapse?" must stay answerable). The row lock of
+// FOR UPDATE SKIP LOCKED is what a Convert takes too: a hold being converted right now is not
+// ours to judge; the next pass sees whatever that Convert committed. The outer UPDATE repeats
+// the state condition so the statement is correct on its own, whatever picked the ids.
+// Schema enforces: the state vocabulary and the one-hold-per-device index. This statement
+// enforces: only `held` rows past expires_at are touched, and they become `expired`.
+constexpr char kExpireBatchSql[] = R"sql(
+WITH due AS (
+  SELECT id FROM reservations
+  WHERE state = 'held' AND expires_at < now()
+  ORDER BY expires_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE reservations r
+SET state = 'expired', ended_at = now(), end_reason = 'expired_by_sweeper', ended_by = $2
+FROM due
+WHERE r.id = due.id AND r.state = 'held'
+)sql";
+
+// Lapsed rack `reservation` bookings → released, header and slots in the same transaction (one
+// statement). Only kind 'reservation': a placement never expires (the schema's CHECK keeps its
+// expires_at NULL) and a move hold belongs to a move in progress, so the kind condition is
+// here as well as in the data.
+constexpr char kReleaseBookingBatchSql[] = R"sql(
+WITH due AS (
+  SELECT id FROM bookings
+  WHERE kind = 'reservation' AND released_at IS NULL AND expires_at < now()
+  ORDER BY expires_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+), headers AS (
+  UPDATE bookings b
+  SET released_at = now(), released_by = $2, release_reason = 'expired; released by the sweeper'
+  FROM due
+  WHERE b.id = due.id AND b.kind = 'reservation' AND b.released_at IS NULL
+  RETURNING b.id
+), slots AS (
+  UPDATE booking_slots s
+  SET released_at = now()
+  FROM headers
+  WHERE s.booking_id = headers.id AND s.released_at IS NULL
+  RETURNING s.booking_id
+)
+SELECT (SELECT count(*) FROM headers), (SELECT count(*) FROM slots)
+)sql";
+
+constexpr char kRecordSuccessSql[] = R"sql(
+INSERT INTO sweeper_status AS s (name, last_success_at, last_reservations_expired,
+                                 last_bookings_released, last_duration_ms, updated_at)
+VALUES ($1, now(), $2, $3, $4, now())
+ON CONFLICT (name) DO UPDATE
+SET last_success_at = excluded.last_success_at,
+    last_reservations_expired = excluded.last_reservations_expired,
+    last_bookings_released = excluded.last_bookings_released,
+    last_duration_ms = excluded.last_duration_ms,
+    updated_at = excluded.updated_at
+)sql";
+
+constexpr char kRecordFailureSql[] = R"sql(
+INSERT INTO sweeper_status AS s (name, last_failure_at, last_error, updated_at)
+VALUES ($1, now(), $2, now())
+ON CONFLICT (name) DO UPDATE
+SET last_failure_at = excluded.last_failure_at,
+    last_error = excluded.last_error,
+    updated_at = excluded.updated_at
+)sql";
+
+}  // namespace
+
+Clock& RealClock() {
+  static RealClockImpl* clock = new RealClockImpl();
+  return *clock;
+}
+
+Sweeper::Sweeper(DbPool& pool, SweeperOptions options, Clock& clock)
+    : pool_(pool), options_(std::move(options)), clock_(clock) {}
+
+void Sweeper::RequestStop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+}
+
+absl::StatusOr<int64_t> Sweeper::ExpireReservationBatch() {
+  return pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<int64_t> {
+    pqxx::result result = tx.exec_params(kExpireBatchSql, options_.batch_size, kSweeperActor);
+    return static_cast<int64_t>(result.affected_rows());
+  });
+}
+
+absl::StatusOr<int64_t> Sweeper::ReleaseBookingBatch() {
+  return pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<int64_t> {
+    pqxx::row row = tx.exec_params1(kReleaseBookingBatchSql, options_.batch_size, kSweeperActor);
+    return row[0].as<int64_t>();
+  });
+}
+
+absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
+  const absl::Time start = clock_.Now();
+  SweepResult result;
+  absl::Status failure;
+
+  // Loops until a batch comes back short: then every due row that nobody else had locked is
+  // done. Rows locked by someone else (a Convert, another sweeper) are left for the next pass.
+  auto drain = [&](auto batch, int64_t& total) -> bool {
+    while (true) {
+      if (stop_.HasBeenNotified()) {
+        result.complete = false;
+        return false;
+      }
+      absl::StatusOr<int64_t> changed = (this->*batch)();
+      if (!changed.ok()) {
+        failure = changed.status();
+        return false;
+      }
+      total += *changed;
+      if (*changed > 0) ++result.batches;
+      if (*changed < options_.batch_size) return true;
+    }
+  };
+  if (drain(&Sweeper::ExpireReservationBatch, result.reservations_expired)) {
+    drain(&Sweeper::ReleaseBookingBatch, result.bookings_released);
+  }
+  result.duration = clock_.Now() - start;
+  const int64_t duration_ms = absl::ToInt64Milliseconds(result.duration);
+
+  if (!failure.ok()) {
+    ++sweeps_failed_;
+    spdlog::warn(
+        "sweep failed after {} ms: {} (expired {} holds, released {} rack reservations before "
+        "the failure); retrying at the next interval",
+        duration_ms, failure.ToString(), result.reservations_expired, result.bookings_released);
+    RecordFailure(failure);
+    return failure;
+  }
+  if (!result.complete) {
+    spdlog::info(
+        "sweep stopped between batches after {} ms: expired {} holds, released {} rack "
+        "reservations in {} batches",
+        duration_ms, result.reservations_expired, result.bookings_released, result.batches);
+    return result;
+  }
+  if (absl::Status recorded = RecordSuccess(result); !recorded.ok()) {
+    ++sweeps_failed_;
+    spdlog::warn("sweep done but its status could not be recorded: {}", recorded.ToString());
+    return recorded;
+  }
+  ++sweeps_succeeded_;
+  spdlog::info("sweep: expired {} holds, released {} rack reservations in {} batches, {} ms",
+               result.reservations_expired, result.bookings_released, result.batches,
+               duration_ms);
+  return result;
+}
+
+absl::Status Sweeper::RecordSuccess(const SweepResult& result) {
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    tx.exec_params(kRecordSuccessSql, options_.name, result.reservations_expired,
+                   result.bookings_released, absl::ToInt64Milliseconds(result.duration));
+    return absl::OkStatus();
+  });
+}
+
+void Sweeper::RecordFailure(const absl::Status& status) {
+  // Best effort: when the database is gone, the log line above is the record.
+  const std::string error =
+      absl::StrCat(absl::StatusCodeToString(status.code()), ": ", std::string(status.message()));
+  absl::Status recorded = pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    tx.exec_params(kRecordFailureSql, options_.name, error);
+    return absl::OkStatus();
+  });
+  if (!recorded.ok()) {
+    spdlog::debug("could not record the failure: {}", recorded.ToString());
+  }
+}
+
+void Sweeper::Run() {
+  spdlog::info("sweeper {} running: every {}, batches of {}", options_.name,
+               absl::FormatDuration(options_.interval), options_.batch_size);
+  while (!stop_.HasBeenNotified()) {
+    SweepOnce().IgnoreError();  // logged inside; a failure is retried at the next interval
+    if (stop_.HasBeenNotified()) break;
+    clock_.SleepUntil(clock_.Now() + options_.interval, stop_);
+  }
+  spdlog::info("sweeper {} stopped after {} sweeps ({} failed)", options_.name,
+               sweeps_succeeded_.load(), sweeps_failed_.load());
+}
+
+}  // namespace dcl
