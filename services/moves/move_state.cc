@@ -33,9 +33,8 @@ TransitionCheck CheckTransition(MoveState from, MoveState to, Observation observ
   }
   // Leaving needs_reconcile is the record of what someone saw, never a bare state change.
   if (observation == Observation::kNone) return TransitionCheck::kObservationRequired;
-  const MoveState settles = observation == Observation::kFoundAtDestination
-                                ? MoveState::kCompleted
-                                : MoveState::kFailed;
+  const MoveState settles =
+      observation == Observation::kFoundAtDestination ? MoveState::kCompleted : MoveState::kFailed;
   return settles == to ? TransitionCheck::kOk : TransitionCheck::kObservationMismatch;
 }
 

@@ -53,8 +53,7 @@ inline constexpr std::array<StateTransitions, kMoveStateCount> kTransitions = {{
     {S::kDraft, "draft", 2, {S::kPlanned, S::kCancelled}},
     {S::kPlanned, "planned", 3, {S::kApproved, S::kDraft, S::kCancelled}},
     {S::kApproved, "approved", 2, {S::kInProgress, S::kCancelled}},
-    {S::kInProgress, "in_progress", 3,
-     {S::kAwaitingVerification, S::kNeedsReconcile, S::kFailed}},
+    {S::kInProgress, "in_progress", 3, {S::kAwaitingVerification, S::kNeedsReconcile, S::kFailed}},
     {S::kAwaitingVerification, "awaiting_verification", 2, {S::kCompleted, S::kNeedsReconcile}},
     {S::kNeedsReconcile, "needs_reconcile", 2, {S::kCompleted, S::kFailed}},
     {S::kCompleted, "completed", 0, {}},
@@ -134,8 +133,7 @@ static_assert(DestinationTableIsComplete(),
               "non-terminal state");
 static_assert(IsTerminal(S::kCompleted) && IsTerminal(S::kCancelled) && IsTerminal(S::kFailed),
               "completed, cancelled and failed are the terminal states");
-static_assert(!IsAllowed(S::kInProgress, S::kCancelled) &&
-                  !IsAllowed(S::kInProgress, S::kApproved),
+static_assert(!IsAllowed(S::kInProgress, S::kCancelled) && !IsAllowed(S::kInProgress, S::kApproved),
               "a move in progress cannot be cancelled nor sent back to approved");
 static_assert(DestinationMustStayHeld(S::kNeedsReconcile),
               "needs_reconcile keeps the destination held");

@@ -3,7 +3,6 @@
 #include "services/moves/move_state.h"
 
 #include <catch2/catch.hpp>
-
 #include <set>
 #include <string>
 #include <utility>
@@ -98,27 +97,23 @@ TEST_CASE("the destination stays held in every open state, including needs_recon
 TEST_CASE("needs_reconcile is left only through the observation that settles it") {
   using O = Observation;
   const MoveState nr = MoveState::kNeedsReconcile;
-  CHECK(CheckTransition(nr, MoveState::kCompleted, O::kFoundAtDestination) ==
-        TransitionCheck::kOk);
+  CHECK(CheckTransition(nr, MoveState::kCompleted, O::kFoundAtDestination) == TransitionCheck::kOk);
   CHECK(CheckTransition(nr, MoveState::kFailed, O::kNotMoved) == TransitionCheck::kOk);
   CHECK(CheckTransition(nr, MoveState::kCompleted, O::kNone) ==
         TransitionCheck::kObservationRequired);
-  CHECK(CheckTransition(nr, MoveState::kFailed, O::kNone) ==
-        TransitionCheck::kObservationRequired);
+  CHECK(CheckTransition(nr, MoveState::kFailed, O::kNone) == TransitionCheck::kObservationRequired);
   CHECK(CheckTransition(nr, MoveState::kCompleted, O::kNotMoved) ==
         TransitionCheck::kObservationMismatch);
   CHECK(CheckTransition(nr, MoveState::kFailed, O::kFoundAtDestination) ==
         TransitionCheck::kObservationMismatch);
-  CHECK(CheckTransition(nr, MoveState::kCancelled, O::kNotMoved) ==
-        TransitionCheck::kNotAllowed);
+  CHECK(CheckTransition(nr, MoveState::kCancelled, O::kNotMoved) == TransitionCheck::kNotAllowed);
 }
 
 TEST_CASE("an observation outside needs_reconcile is refused") {
   CHECK(CheckTransition(MoveState::kApproved, MoveState::kInProgress, Observation::kNone) ==
         TransitionCheck::kOk);
   CHECK(CheckTransition(MoveState::kApproved, MoveState::kInProgress,
-                        Observation::kFoundAtDestination) ==
-        TransitionCheck::kObservationMismatch);
+                        Observation::kFoundAtDestination) == TransitionCheck::kObservationMismatch);
 }
 
 TEST_CASE("out-of-range values are never allowed") {

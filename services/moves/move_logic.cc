@@ -1,0 +1,437 @@
+#include "services/moves/move_logic.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "services/common/db_errors.h"
+#include "services/common/logging.h"
+#include "services/common/status.h"
+#include "services/common/validation.h"
+#include "services/moves/move_convert.h"
+#include "services/moves/move_state.h"
+#include "services/moves/move_store.h"
+#include "services/moves/move_watch.h"
+#include "services/occupancy/booking_store.h"
+#include "services/occupancy/rack_plan.h"
+
+namespace dcl::moves {
+
+namespace {
+
+constexpr int kDefaultPageSize = 50;
+constexpr int kMaxPageSize = 500;
+// A destination unit beyond any rack's numbering is a typo, not a plan (racks have at most 100
+// units starting at 0 or above: 0001_base.sql).
+constexpr int kMaxUnitNumber = 1000;
+// Without any notification, the watcher re-reads the events this often anyway: a listener
+// connection that silently stopped receiving still makes progress.
+constexpr absl::Duration kWatchResync = absl::Seconds(5);
+
+// Where a booking's slots are: one side when it claims one, "" when it claims both; the unit
+// range lowest number first.
+struct Position {
+  std::string side;
+  int first_unit = 0;
+  int last_unit = 0;
+};
+
+Position PositionOf(const v1::Booking& booking) {
+  Position pos;
+  bool front = false, rear = false;
+  bool first = true;
+  for (const v1::Slot& slot : booking.slots()) {
+    front |= slot.side() == v1::SIDE_FRONT;
+    rear |= slot.side() == v1::SIDE_REAR;
+    if (first || slot.unit() < pos.first_unit) pos.first_unit = slot.unit();
+    if (first || slot.unit() > pos.last_unit) pos.last_unit = slot.unit();
+    first = false;
+  }
+  if (front != rear) pos.side = front ? "front" : "rear";
+  return pos;
+}
+
+std::string SlotsJson(const v1::Booking& booking) {
+  std::vector<std::string> slots;
+  for (const v1::Slot& slot : booking.slots()) {
+    slots.push_back(absl::StrCat("{\"side\":\"", occupancy::SideName(slot.side()),
+                                 "\",\"unit\":", slot.unit(), "}"));
+  }
+  return absl::StrCat("[", absl::StrJoin(slots, ","), "]");
+}
+
+absl::Status InvalidTransition(const MoveRecord& m, MoveState target) {
+  const std::vector<std::string> allowed = AllowedTargetNames(m.state);
+  Error error(
+      absl::StatusCode::kFailedPrecondition, v1::INVALID_TRANSITION,
+      absl::StrCat(
+          "a move in state ", StateName(m.state), " cannot go to ", StateName(target),
+          "; allowed: ", allowed.empty() ? "none (terminal state)" : absl::StrJoin(allowed, ", ")));
+  error.Meta("from", StateName(m.state)).Meta("to", StateName(target)).Meta("move_id", m.id);
+  for (const std::string& name : allowed) error.detail().add_allowed_targets(name);
+  return error;
+}
+
+// The location history row for `move` after it reached `state`, positioned at `booking`'s
+// slots; `known` false records the position as unknown.
+LocationRow LocationAt(const Principal& p, const MoveRecord& m, MoveState state,
+                       const std::string& rack_id, const v1::Booking* booking,
+                       const std::string& note) {
+  LocationRow row;
+  row.org_id = p.org_id;
+  row.device_id = m.device_id;
+  row.event = absl::StrCat("move_", StateName(state));
+  row.move_id = m.id;
+  row.move_state = StateName(state);
+  row.note = note;
+  row.actor = p.Actor();
+  if (booking != nullptr) {
+    const Position pos = PositionOf(*booking);
+    row.site_id = m.site_id;
+    row.rack_id = rack_id;
+    row.side = pos.side;
+    row.first_unit = pos.first_unit;
+    row.last_unit = pos.last_unit;
+    row.booking_id = booking->id();
+  }
+  return row;
+}
+
+// Restores the process state frozen in the preflight, if the move had changed it ('moving');
+// a change somebody else made in between is left alone.
+absl::Status RestoreProcessState(pqxx::transaction_base& tx, const Principal& p,
+                                 const MoveRecord& m) {
+  absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, m.device_id);
+  if (!device.ok()) return device.status();
+  if (!device->has_value()) return NotFound("device", m.device_id);
+  if ((*device)->process_state == "moving") {
+    SetProcessState(tx, m.device_id,
+                    m.preflight_process_state.empty() ? "normal" : m.preflight_process_state);
+  }
+  return absl::OkStatus();
+}
+
+// Applies the side effects of m.state → target and records the change. Runs inside the
+// caller's transaction with the device and the move locked.
+absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, const MoveRecord& m,
+                             MoveState target, Observation observation, const std::string& note) {
+  const std::string why = absl::StrCat("move ", m.id, " ", StateName(target));
+  LocationRow location;
+  switch (target) {
+    case MoveState::kCompleted: {
+      // Release the old placement first: the device index allows one active placement per
+      // device, and the promotion below makes the hold one. Both in this transaction, and the
+      // destination's slot rows are never touched: it is never free.
+      absl::StatusOr<v1::Booking> released =
+          occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
+      if (!released.ok()) return released.status();
+      absl::StatusOr<v1::Booking> placement =
+          occupancy::PromoteMoveHold(tx, p, m.move_hold_booking_id);
+      if (!placement.ok()) return placement.status();
+      if (absl::Status s = RestoreProcessState(tx, p, m); !s.ok()) return s;
+      FinishJob(tx, m.job_id, "succeeded");
+      location = LocationAt(p, m, target, m.destination_rack_id, &*placement, note);
+      break;
+    }
+    case MoveState::kFailed:
+    case MoveState::kCancelled: {
+      absl::StatusOr<v1::Booking> released =
+          occupancy::ReleaseBooking(tx, p, m.move_hold_booking_id, why);
+      if (!released.ok()) return released.status();
+      if (absl::Status s = RestoreProcessState(tx, p, m); !s.ok()) return s;
+      FinishJob(tx, m.job_id, target == MoveState::kFailed ? "failed" : "cancelled");
+      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+      if (!source.ok()) return source.status();
+      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
+      break;
+    }
+    case MoveState::kInProgress: {
+      SetProcessState(tx, m.device_id, "moving");
+      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+      if (!source.ok()) return source.status();
+      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
+      break;
+    }
+    case MoveState::kNeedsReconcile:
+      // Nobody knows where the machine is: the history says so instead of guessing. Both
+      // bookings stay active (kDestinationRules: the destination stays held).
+      location = LocationAt(p, m, target, "", nullptr, note);
+      break;
+    case MoveState::kDraft:
+    case MoveState::kPlanned:
+    case MoveState::kApproved:
+    case MoveState::kAwaitingVerification: {
+      // Paperwork, or work reported but not verified: the recorded position is unchanged.
+      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+      if (!source.ok()) return source.status();
+      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
+      break;
+    }
+    case MoveState::kCount:
+      return Internal("no such move state");
+  }
+  UpdateState(tx, m.id, target, p.Actor());
+  AppendEvent(tx, p.org_id, m.id, m.state, target, ObservationName(observation), note, p.Actor());
+  AppendLocation(tx, location);
+  return absl::OkStatus();
+}
+
+absl::Status Advance(DbPool& pool, const Principal& p, const std::string& move_id, MoveState target,
+                     Observation observation, const std::string& note, v1::Move* out) {
+  return pool.Transact([&](pqxx::work& tx) -> absl::Status {
+    // Lock order everywhere: device, then move (StartMove locks the device first too).
+    absl::StatusOr<MoveRecord> peek = LoadMove(tx, p.org_id, move_id, /*for_update=*/false);
+    if (!peek.ok()) return peek.status();
+    absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, peek->device_id);
+    if (!device.ok()) return device.status();
+    absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, move_id, /*for_update=*/true);
+    if (!m.ok()) return m.status();
+    switch (CheckTransition(m->state, target, observation)) {
+      case TransitionCheck::kOk:
+        break;
+      case TransitionCheck::kNotAllowed:
+        return InvalidTransition(*m, target);
+      case TransitionCheck::kObservationRequired:
+        return InvalidInput("observation",
+                            "leaving needs_reconcile needs what was seen at the rack: "
+                            "FOUND_AT_DESTINATION (→ completed) or NOT_MOVED (→ failed)");
+      case TransitionCheck::kObservationMismatch:
+        return InvalidInput("observation",
+                            m->state == MoveState::kNeedsReconcile
+                                ? "FOUND_AT_DESTINATION settles to completed, NOT_MOVED to failed"
+                                : "an observation is recorded only when leaving needs_reconcile");
+    }
+    if (absl::Status s = ApplyTransition(tx, p, *m, target, observation, note); !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<MoveRecord> after = LoadMove(tx, p.org_id, move_id, false);
+    if (!after.ok()) return after.status();
+    *out = ToProto(*after);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest& req,
+                                  v1::Move* out) {
+  if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
+  if (absl::Status s = CheckId("destination_rack_id", req.destination_rack_id()); !s.ok()) {
+    return s;
+  }
+  if (req.destination_side() != v1::SIDE_FRONT && req.destination_side() != v1::SIDE_REAR) {
+    return InvalidInput("destination_side", "must be SIDE_FRONT or SIDE_REAR");
+  }
+  if (req.destination_unit() < 0 || req.destination_unit() > kMaxUnitNumber) {
+    return InvalidInput("destination_unit", absl::StrCat("must be between 0 and ", kMaxUnitNumber));
+  }
+  if (absl::Status s = CheckText("note", req.note(), kMaxNoteLength, false); !s.ok()) return s;
+  const MoveState initial = req.as_draft() ? MoveState::kDraft : MoveState::kPlanned;
+  const std::string side = occupancy::SideName(req.destination_side());
+
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    // Preflight. The device row lock queues concurrent StartMove calls for one device; the
+    // second then sees the first's open move here. The index moves_one_open_per_device is the
+    // boundary all the same.
+    absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, req.device_id());
+    if (!device.ok()) return device.status();
+    if (!device->has_value()) return NotFound("device", req.device_id());
+    const DeviceRow& dev = **device;
+    if (dev.process_state == "in_transit") {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+                   "the device is in transit between sites; a move starts from a placement")
+          .Meta("process_state", dev.process_state);
+    }
+    if (std::optional<std::string> open = FindOpenMove(tx, req.device_id())) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                   "the device already has an open move")
+          .Meta("device_id", req.device_id())
+          .Meta("move_id", *open);
+    }
+    absl::StatusOr<std::optional<v1::Booking>> placement =
+        occupancy::FindActivePlacement(tx, p, req.device_id());
+    if (!placement.ok()) return placement.status();
+    if (!placement->has_value()) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_NOT_PLACED,
+                   "the device has no active placement to move from")
+          .Meta("device_id", req.device_id());
+    }
+    const v1::Booking& source = **placement;
+    std::optional<std::string> source_site = RackSite(tx, p.org_id, source.rack_id());
+    if (!source_site) return Internal("the source placement's rack is not readable");
+    // Only existence and ownership here. Same site is the CHECK moves_same_site's decision
+    // (InsertMove turns it into CROSS_SITE_MOVE); occupancy and bounds are the booking path's.
+    std::optional<std::string> destination_site = RackSite(tx, p.org_id, req.destination_rack_id());
+    if (!destination_site) return NotFound("rack", req.destination_rack_id());
+
+    const std::string preflight =
+        absl::StrCat("{\"process_state\":\"", JsonEscape(dev.process_state), "\",\"source\":{",
+                     "\"booking_id\":\"", source.id(), "\",\"rack_id\":\"", source.rack_id(),
+                     "\",\"site_id\":\"", *source_site, "\",\"slots\":", SlotsJson(source), "},",
+                     "\"destination\":{\"rack_id\":\"", req.destination_rack_id(), "\",\"side\":\"",
+                     side, "\",\"unit\":", req.destination_unit(), "},",
+                     "\"checks\":[\"device_in_organization\",\"not_in_transit\",\"no_open_move\","
+                     "\"device_placed\",\"destination_rack_in_organization\"]}");
+
+    NewMove move;
+    move.org_id = p.org_id;
+    move.device_id = req.device_id();
+    move.source_site_id = *source_site;
+    move.source_rack_id = source.rack_id();
+    move.source_booking_id = source.id();
+    move.destination_site_id = *destination_site;
+    move.destination_rack_id = req.destination_rack_id();
+    move.destination_side = side;
+    move.destination_unit = req.destination_unit();
+    move.state = initial;
+    move.preflight_json = preflight;
+    move.job_id = InsertJob(tx, p.org_id, "move", absl::StrCat("device ", req.device_id()));
+    move.note = req.note();
+    move.actor = p.Actor();
+    absl::StatusOr<std::string> move_id = InsertMove(tx, move);
+    if (!move_id.ok()) return move_id.status();
+
+    // The move hold, through the one booking write path: an occupied destination comes back
+    // as its readable UNIT_OCCUPIED with the colliding units, and nothing of this move stays.
+    occupancy::BookingSpec hold;
+    hold.rack_id = req.destination_rack_id();
+    hold.kind = v1::BOOKING_MOVE_HOLD;
+    hold.device_id = req.device_id();
+    hold.side = req.destination_side();
+    hold.first_unit = req.destination_unit();
+    hold.reason = absl::StrCat("move ", *move_id);
+    absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
+    if (!booking.ok()) return booking.status();
+    SetMoveHold(tx, *move_id, booking->id());
+
+    absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
+    if (!m.ok()) return m.status();
+    AppendEvent(tx, p.org_id, *move_id, std::nullopt, initial, "", req.note(), p.Actor());
+    AppendLocation(tx, LocationAt(p, *m, initial, source.rack_id(), &source, req.note()));
+    *out = ToProto(*m);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MoveLogic::AdvanceMove(const Principal& p, const v1::AdvanceMoveRequest& req,
+                                    v1::Move* out) {
+  if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
+  MoveState target;
+  if (!FromProtoState(req.target(), &target)) {
+    return InvalidInput("target", "must be one of the nine move states");
+  }
+  Observation observation;
+  if (!FromProtoObservation(req.observation(), &observation)) {
+    return InvalidInput("observation", "unknown observation");
+  }
+  if (absl::Status s = CheckText("note", req.note(), kMaxNoteLength, false); !s.ok()) return s;
+  return Advance(pool_, p, req.move_id(), target, observation, req.note(), out);
+}
+
+absl::Status MoveLogic::CancelMove(const Principal& p, const v1::CancelMoveRequest& req,
+                                   v1::Move* out) {
+  if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
+  if (absl::Status s = CheckText("note", req.note(), kMaxNoteLength, false); !s.ok()) return s;
+  return Advance(pool_, p, req.move_id(), MoveState::kCancelled, Observation::kNone, req.note(),
+                 out);
+}
+
+absl::Status MoveLogic::GetMove(const Principal& p, const v1::GetMoveRequest& req, v1::Move* out) {
+  if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, req.move_id(), false);
+    if (!m.ok()) return m.status();
+    *out = ToProto(*m);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MoveLogic::ListMoves(const Principal& p, const v1::ListMovesRequest& req,
+                                  v1::ListMovesResponse* out) {
+  MoveFilter filter;
+  if (req.state() != v1::MOVE_STATE_UNSPECIFIED) {
+    MoveState state;
+    if (!FromProtoState(req.state(), &state)) return InvalidInput("state", "unknown move state");
+    filter.state = state;
+  }
+  if (!req.device_id().empty()) {
+    if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
+    filter.device_id = req.device_id();
+  }
+  if (req.page_size() < 0 || req.page_size() > kMaxPageSize) {
+    return InvalidInput("page_size", absl::StrCat("must be between 0 and ", kMaxPageSize));
+  }
+  filter.page_size = req.page_size() == 0 ? kDefaultPageSize : req.page_size();
+  if (!req.page_token().empty()) {
+    // "<created_at in microseconds>_<move id>", as returned in next_page_token.
+    std::vector<std::string> parts = absl::StrSplit(req.page_token(), '_');
+    int64_t micros = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &micros) || !IsUuid(parts[1])) {
+      return InvalidInput("page_token", "not a token this service returned");
+    }
+    filter.after = std::make_pair(micros, parts[1]);
+  }
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    std::vector<MoveRecord> moves = moves::ListMoves(tx, p.org_id, filter);
+    out->Clear();
+    for (const MoveRecord& m : moves) *out->add_moves() = ToProto(m);
+    if (static_cast<int>(moves.size()) == filter.page_size) {
+      out->set_next_page_token(absl::StrCat(moves.back().created_at_us, "_", moves.back().id));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest& req,
+                                  const std::function<bool(const v1::MoveEvent&)>& emit,
+                                  const std::function<bool()>& cancelled) {
+  if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
+  // Subscribe before the first read: whatever commits after it is either read below or
+  // announced to this listener.
+  absl::StatusOr<std::unique_ptr<MoveEventListener>> listener =
+      MoveEventListener::Open(pool_.options().url, req.move_id());
+  if (!listener.ok()) return listener.status();
+
+  // Reads the events after `last` on the listener's own connection.
+  auto read = [&](int64_t last) -> absl::StatusOr<std::vector<MoveEventRecord>> {
+    try {
+      pqxx::read_transaction tx((*listener)->conn());
+      absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, req.move_id(), false);
+      if (!m.ok()) return m.status();
+      std::vector<MoveEventRecord> events = EventsAfter(tx, p.org_id, req.move_id(), last);
+      tx.commit();
+      return events;
+    } catch (const std::exception& e) {
+      return DbErrorToStatus(e);
+    }
+  };
+
+  int64_t last = 0;
+  absl::Time last_read = absl::InfinitePast();
+  bool due = true;  // read now: the first read replays the history
+  while (true) {
+    if (due) {
+      absl::StatusOr<std::vector<MoveEventRecord>> events = read(last);
+      if (!events.ok()) return events.status();
+      last_read = absl::Now();
+      for (const MoveEventRecord& event : *events) {
+        if (!emit(ToProto(req.move_id(), event))) {
+          return absl::CancelledError("the client went away");
+        }
+        last = event.sequence;
+        if (IsTerminal(event.to_state)) return absl::OkStatus();
+      }
+    }
+    if (cancelled()) return absl::CancelledError("the client cancelled the watch");
+    absl::StatusOr<bool> notified = (*listener)->Wait(watch_poll_);
+    if (!notified.ok()) return notified.status();
+    due = *notified || absl::Now() - last_read >= kWatchResync;
+  }
+}
+
+}  // namespace dcl::moves

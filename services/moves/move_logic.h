@@ -1,0 +1,60 @@
+// The move workflow's domain logic, free of gRPC: input validation, the preflight, transitions
+// checked against the table in move_state.h with their side effects, and the watch loop.
+//
+// Every write is one transaction composed of move_store.h (the move, its events, the location
+// history, the device's process state) and the occupancy booking write path (booking_store.h),
+// which alone writes bookings and slot rows:
+//   StartMove     creates the move, then its move hold at the destination (CreateBooking); an
+//                 occupied destination is the booking path's readable UNIT_OCCUPIED.
+//   → in_progress the device's process state becomes 'moving'.
+//   → completed   the old placement is released and the move hold promoted (PromoteMoveHold:
+//                 same booking id, same slot rows), in that order, in one transaction: there is
+//                 no moment in which the destination is free. The process state is restored.
+//   → failed / cancelled  the move hold is released, the source placement kept, the process
+//                 state restored from the frozen preflight (a device from 'staging' goes back to
+//                 'staging').
+// Every state change appends a move event (announced by NOTIFY on commit) and a location
+// history row.
+#ifndef DCL_SERVICES_MOVES_MOVE_LOGIC_H_
+#define DCL_SERVICES_MOVES_MOVE_LOGIC_H_
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "dcl/v1/moves.pb.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+
+namespace dcl::moves {
+
+class MoveLogic {
+ public:
+  // `watch_poll` bounds how long WatchMove waits before it checks for a cancelled client.
+  explicit MoveLogic(DbPool& pool, absl::Duration watch_poll = absl::Milliseconds(200))
+      : pool_(pool), watch_poll_(watch_poll) {}
+  MoveLogic(const MoveLogic&) = delete;
+  MoveLogic& operator=(const MoveLogic&) = delete;
+
+  absl::Status StartMove(const Principal& p, const v1::StartMoveRequest& req, v1::Move* out);
+  absl::Status AdvanceMove(const Principal& p, const v1::AdvanceMoveRequest& req, v1::Move* out);
+  absl::Status CancelMove(const Principal& p, const v1::CancelMoveRequest& req, v1::Move* out);
+  absl::Status GetMove(const Principal& p, const v1::GetMoveRequest& req, v1::Move* out);
+  absl::Status ListMoves(const Principal& p, const v1::ListMovesRequest& req,
+                         v1::ListMovesResponse* out);
+
+  // Replays the move's events from the first, then emits each new one as it is committed, in
+  // order; returns OK after emitting a terminal state. Returns CANCELLED when `cancelled()`
+  // turns true (checked at least every watch_poll) or `emit` returns false (client gone).
+  absl::Status WatchMove(const Principal& p, const v1::WatchMoveRequest& req,
+                         const std::function<bool(const v1::MoveEvent&)>& emit,
+                         const std::function<bool()>& cancelled);
+
+ private:
+  DbPool& pool_;
+  const absl::Duration watch_poll_;
+};
+
+}  // namespace dcl::moves
+
+#endif  // DCL_SERVICES_MOVES_MOVE_LOGIC_H_

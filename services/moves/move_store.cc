@@ -1,0 +1,280 @@
+#include "services/moves/move_store.h"
+
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/db.h"
+#include "services/common/status.h"
+#include "services/moves/move_convert.h"
+
+namespace dcl::moves {
+
+namespace {
+
+constexpr const char* kMoveColumns =
+    "m.id::text, m.org_id::text, m.device_id::text, m.source_site_id::text, "
+    "m.source_rack_id::text, m.source_booking_id::text, m.destination_rack_id::text, "
+    "m.destination_side, m.destination_unit, coalesce(m.move_hold_booking_id::text, ''), "
+    "m.state, m.preflight::text, coalesce(m.preflight->>'process_state', ''), "
+    "coalesce(m.job_id::text, ''), m.note, "
+    "(extract(epoch FROM m.created_at) * 1000000)::bigint, "
+    "(extract(epoch FROM m.updated_at) * 1000000)::bigint, m.created_by, m.updated_by";
+
+MoveRecord ReadMove(const pqxx::row& row) {
+  MoveRecord m;
+  m.id = row[0].as<std::string>();
+  m.org_id = row[1].as<std::string>();
+  m.device_id = row[2].as<std::string>();
+  m.site_id = row[3].as<std::string>();
+  m.source_rack_id = row[4].as<std::string>();
+  m.source_booking_id = row[5].as<std::string>();
+  m.destination_rack_id = row[6].as<std::string>();
+  m.destination_side = row[7].as<std::string>();
+  m.destination_unit = row[8].as<int>();
+  m.move_hold_booking_id = row[9].as<std::string>();
+  // moves_state_valid admits only the nine names, so this cannot fail on stored rows.
+  ParseState(row[10].as<std::string>(), &m.state);
+  m.preflight_json = row[11].as<std::string>();
+  m.preflight_process_state = row[12].as<std::string>();
+  m.job_id = row[13].as<std::string>();
+  m.note = row[14].as<std::string>();
+  m.created_at_us = row[15].as<int64_t>();
+  m.updated_at_us = row[16].as<int64_t>();
+  m.created_by = row[17].as<std::string>();
+  m.updated_by = row[18].as<std::string>();
+  return m;
+}
+
+void SetTimestamp(int64_t micros, google::protobuf::Timestamp* ts) {
+  ts->set_seconds(micros / 1000000);
+  ts->set_nanos(static_cast<int32_t>(micros % 1000000) * 1000);
+}
+
+// libpqxx 6.4 has no parameter traits for std::optional: a null `const char*` is SQL NULL.
+const char* NullIfEmpty(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
+const char* OrNull(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+
+}  // namespace
+
+v1::Move ToProto(const MoveRecord& m) {
+  v1::Move out;
+  out.set_id(m.id);
+  out.set_device_id(m.device_id);
+  out.set_site_id(m.site_id);
+  out.set_source_booking_id(m.source_booking_id);
+  out.set_destination_rack_id(m.destination_rack_id);
+  out.set_destination_side(m.destination_side == "front" ? v1::SIDE_FRONT : v1::SIDE_REAR);
+  out.set_destination_unit(m.destination_unit);
+  out.set_move_hold_booking_id(m.move_hold_booking_id);
+  out.set_state(ToProtoState(m.state));
+  out.set_preflight_json(m.preflight_json);
+  out.set_job_id(m.job_id);
+  SetTimestamp(m.created_at_us, out.mutable_created_at());
+  SetTimestamp(m.updated_at_us, out.mutable_updated_at());
+  out.set_created_by(m.created_by);
+  return out;
+}
+
+v1::MoveEvent ToProto(const std::string& move_id, const MoveEventRecord& e) {
+  v1::MoveEvent out;
+  out.set_move_id(move_id);
+  out.set_from_state(e.from_state ? ToProtoState(*e.from_state) : v1::MOVE_STATE_UNSPECIFIED);
+  out.set_to_state(ToProtoState(e.to_state));
+  out.set_note(e.note);
+  out.set_actor(e.actor);
+  SetTimestamp(e.at_us, out.mutable_at());
+  out.set_sequence(e.sequence);
+  return out;
+}
+
+absl::StatusOr<std::optional<DeviceRow>> LockDevice(pqxx::transaction_base& tx,
+                                                    const std::string& org_id,
+                                                    const std::string& device_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT id::text, site_id::text, process_state FROM devices "
+      "WHERE id = $1::uuid AND org_id = $2::uuid FOR UPDATE",
+      device_id, org_id);
+  if (r.empty()) return std::optional<DeviceRow>();
+  return std::optional<DeviceRow>(
+      DeviceRow{r[0][0].as<std::string>(), r[0][1].as<std::string>(), r[0][2].as<std::string>()});
+}
+
+void SetProcessState(pqxx::transaction_base& tx, const std::string& device_id,
+                     const std::string& process_state) {
+  tx.exec_params("UPDATE devices SET process_state = $2 WHERE id = $1::uuid", device_id,
+                 process_state);
+}
+
+std::optional<std::string> FindOpenMove(pqxx::transaction_base& tx, const std::string& device_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT id::text FROM moves WHERE device_id = $1::uuid "
+      "AND state NOT IN ('completed', 'cancelled', 'failed')",
+      device_id);
+  if (r.empty()) return std::nullopt;
+  return r[0][0].as<std::string>();
+}
+
+std::optional<std::string> RackSite(pqxx::transaction_base& tx, const std::string& org_id,
+                                    const std::string& rack_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT site_id::text FROM racks WHERE id = $1::uuid AND org_id = $2::uuid", rack_id, org_id);
+  if (r.empty()) return std::nullopt;
+  return r[0][0].as<std::string>();
+}
+
+std::string InsertJob(pqxx::transaction_base& tx, const std::string& org_id,
+                      const std::string& kind, const std::string& detail) {
+  return tx
+      .exec_params1(
+          "INSERT INTO jobs (org_id, kind, detail) VALUES ($1::uuid, $2, $3) "
+          "RETURNING id::text",
+          org_id, kind, detail)[0]
+      .as<std::string>();
+}
+
+void FinishJob(pqxx::transaction_base& tx, const std::string& job_id, const std::string& status) {
+  if (job_id.empty()) return;
+  tx.exec_params(
+      "UPDATE jobs SET status = $2, finished_at = now(), updated_at = now() "
+      "WHERE id = $1::uuid AND status = 'running'",
+      job_id, status);
+}
+
+absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove& m) {
+  GuardedResult r = GuardedExec(
+      tx,
+      "INSERT INTO moves (org_id, device_id, source_site_id, source_rack_id, source_booking_id, "
+      "destination_site_id, destination_rack_id, destination_side, destination_unit, state, "
+      "preflight, job_id, note, created_by, updated_by) VALUES ($1[1]::uuid, $1[2]::uuid, "
+      "$1[3]::uuid, $1[4]::uuid, $1[5]::uuid, $1[6]::uuid, $1[7]::uuid, $1[8], $1[9]::integer, "
+      "$1[10], $1[11]::jsonb, $1[12]::uuid, $1[13], $1[14], $1[14]) RETURNING id::text",
+      {m.org_id, m.device_id, m.source_site_id, m.source_rack_id, m.source_booking_id,
+       m.destination_site_id, m.destination_rack_id, m.destination_side,
+       absl::StrCat(m.destination_unit), std::string(StateName(m.state)), m.preflight_json,
+       m.job_id.empty() ? std::nullopt : std::optional<std::string>(m.job_id), m.note, m.actor});
+  if (!r.violated()) {
+    if (!r.returned) return Internal("move insert returned no id");
+    return *r.returned;
+  }
+  // Refusals decided by the schema, by constraint name.
+  if (r.violated_constraint == "moves_same_site") {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::CROSS_SITE_MOVE,
+                 "the destination rack is in another site than the device's placement; a move "
+                 "stays inside one site (between sites a device is in_transit)")
+        .Meta("source_site_id", m.source_site_id)
+        .Meta("destination_site_id", m.destination_site_id);
+  }
+  if (r.violated_constraint == "moves_one_open_per_device") {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                 "the device already has an open move")
+        .Meta("device_id", m.device_id);
+  }
+  return Internal(absl::StrCat("move insert refused by ", r.violated_constraint));
+}
+
+void SetMoveHold(pqxx::transaction_base& tx, const std::string& move_id,
+                 const std::string& booking_id) {
+  tx.exec_params("UPDATE moves SET move_hold_booking_id = $2::uuid WHERE id = $1::uuid", move_id,
+                 booking_id);
+}
+
+absl::StatusOr<MoveRecord> LoadMove(pqxx::transaction_base& tx, const std::string& org_id,
+                                    const std::string& move_id, bool for_update) {
+  pqxx::result r =
+      tx.exec_params(absl::StrCat("SELECT ", kMoveColumns,
+                                  " FROM moves m WHERE m.id = $1::uuid AND m.org_id = $2::uuid",
+                                  for_update ? " FOR UPDATE" : ""),
+                     move_id, org_id);
+  if (r.empty()) return NotFound("move", move_id);
+  return ReadMove(r[0]);
+}
+
+void UpdateState(pqxx::transaction_base& tx, const std::string& move_id, MoveState state,
+                 const std::string& actor) {
+  tx.exec_params(
+      "UPDATE moves SET state = $2, updated_at = now(), updated_by = $3, "
+      "ended_at = CASE WHEN $4 THEN now() END WHERE id = $1::uuid",
+      move_id, std::string(StateName(state)), actor, IsTerminal(state));
+}
+
+int64_t AppendEvent(pqxx::transaction_base& tx, const std::string& org_id,
+                    const std::string& move_id, std::optional<MoveState> from, MoveState to,
+                    const std::string& observation, const std::string& note,
+                    const std::string& actor) {
+  const char* from_name = from ? StateName(*from) : nullptr;
+  return tx
+      .exec_params1(
+          "INSERT INTO move_events (move_id, org_id, sequence, from_state, to_state, "
+          "observation, note, actor) SELECT $1::uuid, $2::uuid, "
+          "coalesce(max(sequence), 0) + 1, $3, $4, $5, $6, $7 FROM move_events "
+          "WHERE move_id = $1::uuid RETURNING sequence",
+          move_id, org_id, from_name, std::string(StateName(to)), observation, note, actor)[0]
+      .as<int64_t>();
+}
+
+std::vector<MoveEventRecord> EventsAfter(pqxx::transaction_base& tx, const std::string& org_id,
+                                         const std::string& move_id, int64_t after) {
+  pqxx::result r = tx.exec_params(
+      "SELECT sequence, coalesce(from_state, ''), to_state, observation, note, actor, "
+      "(extract(epoch FROM at) * 1000000)::bigint FROM move_events "
+      "WHERE move_id = $1::uuid AND org_id = $2::uuid AND sequence > $3 ORDER BY sequence",
+      move_id, org_id, after);
+  std::vector<MoveEventRecord> events;
+  events.reserve(r.size());
+  for (const auto& row : r) {
+    MoveEventRecord e;
+    e.sequence = row[0].as<int64_t>();
+    MoveState from;
+    if (ParseState(row[1].as<std::string>(), &from)) e.from_state = from;
+    ParseState(row[2].as<std::string>(), &e.to_state);
+    e.observation = row[3].as<std::string>();
+    e.note = row[4].as<std::string>();
+    e.actor = row[5].as<std::string>();
+    e.at_us = row[6].as<int64_t>();
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+void AppendLocation(pqxx::transaction_base& tx, const LocationRow& row) {
+  const bool known = !row.rack_id.empty();
+  std::optional<std::string> first, last;
+  if (known) {
+    first = absl::StrCat(row.first_unit);
+    last = absl::StrCat(row.last_unit);
+  }
+  tx.exec_params(
+      "INSERT INTO location_history (org_id, device_id, site_id, rack_id, side, first_unit, "
+      "last_unit, event, move_id, move_state, booking_id, note, actor) VALUES ($1::uuid, "
+      "$2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8, $9::uuid, $10, $11::uuid, $12, $13)",
+      row.org_id, row.device_id, NullIfEmpty(row.site_id), NullIfEmpty(row.rack_id),
+      known ? NullIfEmpty(row.side) : nullptr, OrNull(first), OrNull(last), row.event,
+      NullIfEmpty(row.move_id), NullIfEmpty(row.move_state), NullIfEmpty(row.booking_id), row.note,
+      row.actor);
+}
+
+std::vector<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,
+                                  const MoveFilter& filter) {
+  const char* state = filter.state ? StateName(*filter.state) : nullptr;
+  std::optional<std::string> after_us, after_id;
+  if (filter.after) {
+    after_us = absl::StrCat(filter.after->first);
+    after_id = filter.after->second;
+  }
+  pqxx::result r = tx.exec_params(
+      absl::StrCat(
+          "SELECT ", kMoveColumns,
+          " FROM moves m WHERE m.org_id = $1::uuid AND ($2::text IS NULL OR m.state = $2) "
+          "AND ($3::uuid IS NULL OR m.device_id = $3::uuid) "
+          "AND ($4::bigint IS NULL OR "
+          "((extract(epoch FROM m.created_at) * 1000000)::bigint, m.id) > ($4::bigint, $5::uuid)) "
+          "ORDER BY m.created_at, m.id LIMIT $6"),
+      org_id, state, NullIfEmpty(filter.device_id), OrNull(after_us), OrNull(after_id),
+      filter.page_size);
+  std::vector<MoveRecord> moves;
+  moves.reserve(r.size());
+  for (const auto& row : r) moves.push_back(ReadMove(row));
+  return moves;
+}
+
+}  // namespace dcl::moves

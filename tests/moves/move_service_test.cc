@@ -1,0 +1,209 @@
+// MoveService through a real in-process gRPC server with a dc-operator token: WatchMove streams
+// the transitions another client makes, in order, and ends cleanly at a terminal state or when
+// the client cancels; refusals arrive with their reason and details.
+#include "services/moves/move_service.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "dcl/v1/moves.grpc.pb.h"
+#include "services/common/grpc_status.h"
+#include "services/common/rpc_gate.h"
+#include "services/moves/move_watch.h"
+#include "tests/moves/move_test_world.h"
+#include "tests/support/grpc_harness.h"
+
+namespace dcl::moves {
+namespace {
+
+using testing::ContextWithToken;
+using testing::MoveWorld;
+
+struct Served {
+  explicit Served(MoveWorld& w)
+      : gate(*w.pool),
+        service(gate, w.logic),
+        server(w.pool.get(), {{"dcl.v1.MoveService", &service}}),
+        token(testing::CreateTokenFor(w.db, w.org, Role::kDcOperator)) {}
+  std::unique_ptr<v1::MoveService::Stub> Stub() {
+    return v1::MoveService::NewStub(server.Channel());
+  }
+  RpcGate gate;
+  MoveServiceImpl service;
+  testing::InProcessServer server;
+  std::string token;
+};
+
+int64_t WatcherConnections(const MoveWorld& w) {
+  return w.db.Count(std::string("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                "current_database() AND application_name = '") +
+                    kWatcherApplicationName + "'");
+}
+
+bool WaitForNoWatchers(const MoveWorld& w) {
+  for (int i = 0; i < 100; ++i) {
+    if (WatcherConnections(w) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+v1::Move StartOverGrpc(Served& s, MoveWorld& w) {
+  v1::StartMoveRequest req;
+  req.set_device_id(w.device);
+  req.set_destination_rack_id(w.rack_b);
+  req.set_destination_side(v1::SIDE_FRONT);
+  req.set_destination_unit(20);
+  v1::Move move;
+  auto ctx = ContextWithToken(s.token);
+  grpc::Status status = s.Stub()->StartMove(ctx.get(), req, &move);
+  REQUIRE(status.ok());
+  return move;
+}
+
+grpc::Status AdvanceOverGrpc(Served& s, const std::string& id, v1::MoveState target) {
+  v1::AdvanceMoveRequest req;
+  req.set_move_id(id);
+  req.set_target(target);
+  v1::Move move;
+  auto ctx = ContextWithToken(s.token);
+  return s.Stub()->AdvanceMove(ctx.get(), req, &move);
+}
+
+TEST_CASE(
+    "WatchMove receives each transition made by another client, in order, and ends at "
+    "the terminal state") {
+  MoveWorld w;
+  Served s(w);
+  const v1::Move move = StartOverGrpc(s, w);
+
+  v1::WatchMoveRequest watch;
+  watch.set_move_id(move.id());
+  auto ctx = ContextWithToken(s.token);
+  auto stub = s.Stub();
+  auto reader = stub->WatchMove(ctx.get(), watch);
+  std::vector<v1::MoveEvent> events;
+  v1::MoveEvent event;
+  // The history first: the event that created the move.
+  REQUIRE(reader->Read(&event));
+  events.push_back(event);
+  REQUIRE(WatcherConnections(w) == 1);
+
+  const std::vector<v1::MoveState> path = {v1::MOVE_APPROVED, v1::MOVE_IN_PROGRESS,
+                                           v1::MOVE_AWAITING_VERIFICATION, v1::MOVE_COMPLETED};
+  std::thread other_client([&] {
+    for (v1::MoveState target : path) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      REQUIRE(AdvanceOverGrpc(s, move.id(), target).ok());
+    }
+  });
+  while (reader->Read(&event)) events.push_back(event);
+  other_client.join();
+  grpc::Status finished = reader->Finish();
+  CHECK(finished.ok());
+
+  REQUIRE(events.size() == 5);
+  CHECK(events[0].from_state() == v1::MOVE_STATE_UNSPECIFIED);
+  CHECK(events[0].to_state() == v1::MOVE_PLANNED);
+  v1::MoveState previous = v1::MOVE_PLANNED;
+  for (size_t i = 1; i < events.size(); ++i) {
+    INFO(i);
+    CHECK(events[i].sequence() == static_cast<int64_t>(i + 1));
+    CHECK(events[i].move_id() == move.id());
+    CHECK(events[i].from_state() == previous);
+    CHECK(events[i].to_state() == path[i - 1]);
+    CHECK(!events[i].actor().empty());
+    previous = events[i].to_state();
+  }
+  CHECK(WaitForNoWatchers(w));
+}
+
+TEST_CASE("WatchMove ends cleanly when the client cancels") {
+  MoveWorld w;
+  Served s(w);
+  const v1::Move move = StartOverGrpc(s, w);
+  v1::WatchMoveRequest watch;
+  watch.set_move_id(move.id());
+  auto ctx = ContextWithToken(s.token);
+  auto stub = s.Stub();
+  auto reader = stub->WatchMove(ctx.get(), watch);
+  v1::MoveEvent event;
+  REQUIRE(reader->Read(&event));
+  REQUIRE(WatcherConnections(w) == 1);
+  ctx->TryCancel();
+  while (reader->Read(&event)) {
+  }
+  CHECK(reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  // The server side noticed and closed its listener connection.
+  CHECK(WaitForNoWatchers(w));
+  // The move itself is untouched and can still be advanced.
+  CHECK(AdvanceOverGrpc(s, move.id(), v1::MOVE_APPROVED).ok());
+}
+
+TEST_CASE("WatchMove of a finished move replays its history and ends at once") {
+  MoveWorld w;
+  Served s(w);
+  const v1::Move move = StartOverGrpc(s, w);
+  REQUIRE(AdvanceOverGrpc(s, move.id(), v1::MOVE_CANCELLED).ok());
+  v1::WatchMoveRequest watch;
+  watch.set_move_id(move.id());
+  auto ctx = ContextWithToken(s.token);
+  auto stub = s.Stub();
+  auto reader = stub->WatchMove(ctx.get(), watch);
+  std::vector<v1::MoveState> states;
+  v1::MoveEvent event;
+  while (reader->Read(&event)) states.push_back(event.to_state());
+  CHECK(reader->Finish().ok());
+  CHECK(states == std::vector<v1::MoveState>{v1::MOVE_PLANNED, v1::MOVE_CANCELLED});
+}
+
+TEST_CASE("WatchMove of an unknown move is NOT_FOUND") {
+  MoveWorld w;
+  Served s(w);
+  v1::WatchMoveRequest watch;
+  watch.set_move_id("00000000-0000-4000-8000-000000000001");
+  auto ctx = ContextWithToken(s.token);
+  auto stub = s.Stub();
+  auto reader = stub->WatchMove(ctx.get(), watch);
+  v1::MoveEvent event;
+  CHECK_FALSE(reader->Read(&event));
+  CHECK(reader->Finish().error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(WaitForNoWatchers(w));
+}
+
+TEST_CASE("an invalid transition over gRPC carries INVALID_TRANSITION and the allowed targets") {
+  MoveWorld w;
+  Served s(w);
+  const v1::Move move = StartOverGrpc(s, w);
+  REQUIRE(AdvanceOverGrpc(s, move.id(), v1::MOVE_APPROVED).ok());
+  REQUIRE(AdvanceOverGrpc(s, move.id(), v1::MOVE_IN_PROGRESS).ok());
+  v1::CancelMoveRequest cancel;
+  cancel.set_move_id(move.id());
+  v1::Move out;
+  auto ctx = ContextWithToken(s.token);
+  grpc::Status status = s.Stub()->CancelMove(ctx.get(), cancel, &out);
+  CHECK(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  auto detail = ErrorDetailFromGrpc(status);
+  REQUIRE(detail.has_value());
+  CHECK(detail->reason() == v1::INVALID_TRANSITION);
+  CHECK(std::vector<std::string>(detail->allowed_targets().begin(),
+                                 detail->allowed_targets().end()) ==
+        std::vector<std::string>{"awaiting_verification", "needs_reconcile", "failed"});
+}
+
+TEST_CASE("only dc-operators may call MoveService") {
+  MoveWorld w;
+  Served s(w);
+  const std::string commerce = testing::CreateTokenFor(w.db, w.org, Role::kCommerce);
+  v1::GetMoveRequest req;
+  req.set_move_id("00000000-0000-4000-8000-000000000001");
+  v1::Move out;
+  auto ctx = ContextWithToken(commerce);
+  CHECK(s.Stub()->GetMove(ctx.get(), req, &out).error_code() ==
+        grpc::StatusCode::PERMISSION_DENIED);
+}
+
+}  // namespace
+}  // namespace dcl::moves
