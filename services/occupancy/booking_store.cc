@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
@@ -119,7 +120,8 @@ std::vector<SlotRef> ReadTakenSlots(pqxx::transaction_base& tx, const std::strin
       rack_id);
   std::vector<SlotRef> taken;
   taken.reserve(r.size());
-  for (const auto& row : r) taken.push_back({ParseSide(row[0].as<std::string>()), row[1].as<int>()});
+  for (const auto& row : r)
+    taken.push_back({ParseSide(row[0].as<std::string>()), row[1].as<int>()});
   return taken;
 }
 
@@ -193,8 +195,7 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
   prepared.rack = *std::move(rack);
   prepared.plan = Plan(prepared.rack.geometry, ReadTakenSlots(tx, spec.rack_id), request);
   // Malformed requests are the caller's error, not a rejection of this booking.
-  if (!prepared.plan.ok() &&
-      prepared.plan.status().code() == absl::StatusCode::kInvalidArgument) {
+  if (!prepared.plan.ok() && prepared.plan.status().code() == absl::StatusCode::kInvalidArgument) {
     return prepared.plan.status();
   }
   return prepared;
@@ -226,9 +227,9 @@ std::vector<Collision> ReadCollisions(pqxx::transaction_base& tx, const std::str
 }
 
 absl::Status UnitOccupied(const std::vector<SlotRef>& colliding, const std::string& detected_by) {
-  Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
-              absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are",
-                           " taken"));
+  Error error(
+      absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
+      absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are", " taken"));
   for (const SlotRef& s : colliding) {
     v1::Slot* slot = error.detail().add_colliding_slots();
     slot->set_side(s.side);
@@ -273,9 +274,8 @@ absl::Status DeviceAlreadyPlaced(pqxx::transaction_base& tx, const Principal& pr
 
 absl::Status DeviceNotUsable(pqxx::transaction_base& tx, const Principal& principal,
                              const std::string& device_id) {
-  pqxx::result r = tx.exec_params(
-      "SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid", device_id,
-      principal.org_id);
+  pqxx::result r = tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
+                                  device_id, principal.org_id);
   if (r.empty()) return NotFound("device", device_id);
   return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
                absl::StrCat("device ", device_id, " is registered at another site than the rack"))
@@ -338,6 +338,16 @@ bool ReleaseRow(pqxx::transaction_base& tx, const std::string& org_id,
   return r[0].as<int64_t>() > 0;
 }
 
+// The planner's rejection, saying that the planner (not an index) caught it.
+absl::Status Detected(const absl::Status& status, const std::string& by) {
+  std::optional<v1::ErrorDetail> detail = GetErrorDetail(status);
+  if (!detail) return status;
+  (*detail->mutable_metadata())["detected_by"] = by;
+  absl::Status out(status.code(), status.message());
+  out.SetPayload(kErrorDetailUrl, absl::Cord(detail->SerializeAsString()));
+  return out;
+}
+
 absl::Status WrongState(const std::string& booking_id, const std::string& message) {
   return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE, message)
       .Meta("booking_id", booking_id);
@@ -384,7 +394,7 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
                                           const BookingSpec& spec) {
   absl::StatusOr<Prepared> prepared = Prepare(tx, principal, spec);
   if (!prepared.ok()) return prepared.status();
-  if (!prepared->plan.ok()) return prepared->plan.status();
+  if (!prepared->plan.ok()) return Detected(prepared->plan.status(), "planner");
   const std::vector<SlotRef>& claimed = *prepared->plan;
 
   bool front = false;
@@ -460,23 +470,22 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
   return LoadBooking(tx, principal, booking_id);
 }
 
-absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx,
-                                            const Principal& principal,
+absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx, const Principal& principal,
                                             const std::string& booking_id) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
-  GuardedResult result = GuardedExec(
-      tx,
-      "UPDATE bookings SET kind = 'placement', expires_at = NULL "
-      "WHERE id = $1[1]::uuid AND org_id = $1[2]::uuid AND kind = 'move_hold' "
-      "AND released_at IS NULL RETURNING id::text",
-      {booking_id, principal.org_id});
+  GuardedResult result =
+      GuardedExec(tx,
+                  "UPDATE bookings SET kind = 'placement', expires_at = NULL "
+                  "WHERE id = $1[1]::uuid AND org_id = $1[2]::uuid AND kind = 'move_hold' "
+                  "AND released_at IS NULL RETURNING id::text",
+                  {booking_id, principal.org_id});
   if (result.violated()) {
     if (result.violated_constraint == kPlacementNeedsDevice) {
       return WrongState(booking_id, "a move hold without a device cannot become a placement");
     }
     if (result.violated_constraint == kDevicePlacementIndex) {
-      pqxx::result d = tx.exec_params(
-          "SELECT device_id::text FROM bookings WHERE id = $1::uuid", booking_id);
+      pqxx::result d =
+          tx.exec_params("SELECT device_id::text FROM bookings WHERE id = $1::uuid", booking_id);
       return DeviceAlreadyPlaced(tx, principal, d.empty() ? "" : Text(d[0][0]));
     }
     spdlog::error("promote violated unexpected constraint '{}' (SQLSTATE {})",
@@ -512,7 +521,7 @@ absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Princi
   if (!prepared.ok()) return prepared.status();
   PlanOutcome outcome;
   if (!prepared->plan.ok()) {
-    outcome.rejection = prepared->plan.status();
+    outcome.rejection = Detected(prepared->plan.status(), "planner");
     return outcome;
   }
   outcome.slots = *prepared->plan;
@@ -556,8 +565,7 @@ absl::StatusOr<v1::Booking> BookingStore::Release(const Principal& principal,
 
 absl::StatusOr<v1::Booking> BookingStore::Promote(const Principal& principal,
                                                   const std::string& booking_id) {
-  return pool_.Transact(
-      [&](pqxx::work& tx) { return PromoteMoveHold(tx, principal, booking_id); });
+  return pool_.Transact([&](pqxx::work& tx) { return PromoteMoveHold(tx, principal, booking_id); });
 }
 
 absl::StatusOr<v1::Booking> BookingStore::Get(const Principal& principal,

@@ -26,10 +26,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <pqxx/pqxx>
 #include <string>
 #include <vector>
-
-#include <pqxx/pqxx>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -89,8 +88,7 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
 // free in between. The hold must carry a device_id. The device's previous placement must
 // already be released in the same transaction, or the device index refuses it
 // (DEVICE_ALREADY_PLACED). Not a move hold / not active → FAILED_PRECONDITION WRONG_STATE.
-absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx,
-                                            const Principal& principal,
+absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx, const Principal& principal,
                                             const std::string& booking_id);
 
 // One booking of the caller's organization, with its slots (released ones too).

@@ -121,9 +121,9 @@ absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
     if (taken.count(s) > 0) colliding.push_back(s);
   }
   if (!colliding.empty()) {
-    Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
-                absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are",
-                             " taken"));
+    Error error(
+        absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
+        absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are", " taken"));
     for (const SlotRef& s : colliding) *error.detail().add_colliding_slots() = ToProto(s);
     return error.status();
   }

@@ -40,9 +40,7 @@ struct SlotRef {
   v1::Side side = v1::SIDE_UNSPECIFIED;
   int unit = 0;
   bool operator==(const SlotRef& o) const { return side == o.side && unit == o.unit; }
-  bool operator<(const SlotRef& o) const {
-    return side != o.side ? side < o.side : unit < o.unit;
-  }
+  bool operator<(const SlotRef& o) const { return side != o.side ? side < o.side : unit < o.unit; }
 };
 
 // What to claim. Either a device footprint (placement, or a move hold of a known device):

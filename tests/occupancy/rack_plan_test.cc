@@ -3,7 +3,6 @@
 #include "services/occupancy/rack_plan.h"
 
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "services/common/status.h"
@@ -90,8 +89,7 @@ TEST_CASE("a descending rack refuses a device that would grow past its first uni
 }
 
 TEST_CASE("an ascending rack refuses a device that would grow past its last unit") {
-  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Device(F, 41, 3, v1::DEPTH_FULL))) ==
-        v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Device(F, 41, 3, v1::DEPTH_FULL))) == v1::OUT_OF_BOUNDS);
   auto top = Plan(Rack(1, 42), {}, Device(F, 40, 3, v1::DEPTH_HALF));
   REQUIRE(top.ok());
   CHECK(top->back() == SlotRef{F, 42});
@@ -232,8 +230,7 @@ TEST_CASE("a one-unit rack at any offset holds exactly one unit") {
       auto ok = Plan(g, {}, Device(F, first, 1, v1::DEPTH_HALF));
       REQUIRE(ok.ok());
       CHECK(*ok == Slots{{F, first}});
-      CHECK(ReasonOfPlan(Plan(g, {}, Device(F, first, 2, v1::DEPTH_HALF))) ==
-            v1::OUT_OF_BOUNDS);
+      CHECK(ReasonOfPlan(Plan(g, {}, Device(F, first, 2, v1::DEPTH_HALF))) == v1::OUT_OF_BOUNDS);
     }
   }
 }

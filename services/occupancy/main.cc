@@ -1,0 +1,37 @@
+// occupancy_server: the OccupancyService on 127.0.0.1:50052 (--listen or DCL_OCCUPANCY_LISTEN).
+// Rack reservations without a TTL last --occupancy_reservation_ttl_seconds (4 h).
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "services/common/rpc_gate.h"
+#include "services/common/server.h"
+#include "services/common/service_main.h"
+#include "services/occupancy/occupancy_logic.h"
+#include "services/occupancy/occupancy_service.h"
+
+ABSL_FLAG(int, occupancy_reservation_ttl_seconds, 4 * 60 * 60,
+          "how long a rack reservation lasts when the request names no TTL");
+
+int main(int argc, char** argv) {
+  dcl::BlockTerminationSignals();
+  absl::ParseCommandLine(argc, argv);
+  dcl::occupancy::OccupancyOptions options;
+  options.default_reservation_ttl_seconds = absl::GetFlag(FLAGS_occupancy_reservation_ttl_seconds);
+  if (options.default_reservation_ttl_seconds <= 0) {
+    std::fprintf(stderr, "occupancy_server: --occupancy_reservation_ttl_seconds must be > 0\n");
+    return EXIT_FAILURE;  // misconfiguration: refuse to start
+  }
+  return dcl::RunServiceMain(
+      "occupancy", "DCL_OCCUPANCY_LISTEN", "127.0.0.1:50052", [&](dcl::DbPool& pool) {
+        dcl::ServiceSet set;
+        auto gate = std::make_shared<dcl::RpcGate>(pool);
+        auto logic = std::make_shared<dcl::occupancy::OccupancyLogic>(pool, options);
+        auto svc = std::make_shared<dcl::occupancy::OccupancyServiceImpl>(*gate, *logic);
+        set.services.push_back({"dcl.v1.OccupancyService", svc.get()});
+        set.keep_alive = {gate, logic, svc};
+        return set;
+      });
+}

@@ -1,0 +1,213 @@
+#include "services/occupancy/occupancy_logic.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status.h"
+#include "services/common/validation.h"
+
+namespace dcl::occupancy {
+namespace {
+
+v1::BookingKind KindOf(const std::string& name) {
+  if (name == "placement") return v1::BOOKING_PLACEMENT;
+  if (name == "blocking") return v1::BOOKING_BLOCKING;
+  if (name == "move_hold") return v1::BOOKING_MOVE_HOLD;
+  if (name == "reservation") return v1::BOOKING_RESERVATION;
+  return v1::BOOKING_KIND_UNSPECIFIED;
+}
+
+// One capacity dimension from a budget column (NULL = unknown) and the placed devices' values.
+void FillDimension(const pqxx::field& budget, const pqxx::field& known_used,
+                   const pqxx::field& unknown_items, v1::CapacityDimension* out) {
+  out->set_budget_known(!budget.is_null());
+  out->set_budget(budget.is_null() ? 0 : budget.as<int64_t>());
+  out->set_known_used(known_used.as<int64_t>());
+  out->set_items_with_unknown_value(unknown_items.as<int>());
+}
+
+}  // namespace
+
+absl::Status OccupancyLogic::GetRack(const Principal& p, const v1::GetRackRequest& req,
+                                     v1::Rack* out) {
+  if (absl::Status s = CheckId("rack_id", req.rack_id()); !s.ok()) return s;
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    pqxx::result r = tx.exec_params(
+        "SELECT site_id::text, name, first_unit, unit_count, numbering, has_rear, "
+        "power_budget_watts, weight_budget_kg FROM racks WHERE id = $1::uuid AND org_id = $2::uuid",
+        req.rack_id(), p.org_id);
+    if (r.empty()) return NotFound("rack", req.rack_id());
+    const auto row = r[0];
+    out->set_id(req.rack_id());
+    out->set_site_id(row[0].as<std::string>());
+    out->set_name(row[1].as<std::string>());
+    v1::RackGeometry* g = out->mutable_geometry();
+    g->set_first_unit(row[2].as<int>());
+    g->set_unit_count(row[3].as<int>());
+    g->set_numbering(row[4].as<std::string>() == "descending" ? v1::NUMBERING_DESCENDING
+                                                              : v1::NUMBERING_ASCENDING);
+    g->set_has_rear(row[5].as<bool>());
+    out->set_power_budget_watts(row[6].is_null() ? 0 : row[6].as<int>());
+    out->set_weight_budget_kg(row[7].is_null() ? 0 : row[7].as<int>());
+    pqxx::result slots = tx.exec_params(
+        "SELECT s.side, s.unit, b.id::text, b.kind, b.device_id::text "
+        "FROM booking_slots s JOIN bookings b ON b.id = s.booking_id "
+        "WHERE s.rack_id = $1::uuid AND s.released_at IS NULL ORDER BY s.unit, s.side = 'rear'",
+        req.rack_id());
+    for (const auto& s : slots) {
+      v1::ElevationSlot* e = out->add_occupied();
+      e->mutable_slot()->set_side(ParseSide(s[0].as<std::string>()));
+      e->mutable_slot()->set_unit(s[1].as<int>());
+      e->set_booking_id(s[2].as<std::string>());
+      e->set_kind(KindOf(s[3].as<std::string>()));
+      if (!s[4].is_null()) e->set_device_id(s[4].as<std::string>());
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status OccupancyLogic::GetRackCapacity(const Principal& p,
+                                             const v1::GetRackCapacityRequest& req,
+                                             v1::RackCapacity* out) {
+  if (absl::Status s = CheckId("rack_id", req.rack_id()); !s.ok()) return s;
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    // Free units: every active slot counts as taken. Power and weight: the devices placed in
+    // this rack, known values summed, unknown ones counted apart.
+    pqxx::result r = tx.exec_params(
+        "SELECT r.unit_count, r.has_rear, r.power_budget_watts, r.weight_budget_kg, "
+        "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
+        "     AND s.released_at IS NULL AND s.side = 'front'), "
+        "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
+        "     AND s.released_at IS NULL AND s.side = 'rear'), "
+        "  coalesce(sum(d.power_draw_watts), 0), count(d.id) FILTER (WHERE d.power_draw_watts IS "
+        "NULL), "
+        "  coalesce(sum(d.weight_kg), 0), count(d.id) FILTER (WHERE d.weight_kg IS NULL) "
+        "FROM racks r "
+        "LEFT JOIN bookings b ON b.rack_id = r.id AND b.kind = 'placement' AND b.released_at IS "
+        "NULL "
+        "LEFT JOIN devices d ON d.id = b.device_id "
+        "WHERE r.id = $1::uuid AND r.org_id = $2::uuid GROUP BY r.id",
+        req.rack_id(), p.org_id);
+    if (r.empty()) return NotFound("rack", req.rack_id());
+    const auto row = r[0];
+    const int unit_count = row[0].as<int>();
+    const bool has_rear = row[1].as<bool>();
+    out->set_rack_id(req.rack_id());
+    out->set_has_rear(has_rear);
+    out->set_free_front_units(unit_count - row[4].as<int>());
+    out->set_free_rear_units(has_rear ? unit_count - row[5].as<int>() : 0);
+    FillDimension(row[2], row[6], row[7], out->mutable_power_watts());
+    FillDimension(row[3], row[8], row[9], out->mutable_weight_kg());
+    return absl::OkStatus();
+  });
+}
+
+absl::Status OccupancyLogic::PlanBooking(const Principal& p, const v1::PlanBookingRequest& req,
+                                         v1::PlanBookingResponse* out) {
+  const v1::BookingRequest& b = req.booking();
+  BookingSpec spec;
+  spec.rack_id = b.rack_id();
+  spec.kind = b.kind();
+  spec.device_id = b.device_id();
+  spec.side = b.side();
+  spec.first_unit = b.first_unit();
+  spec.last_unit = b.last_unit();
+  spec.both_sides = b.both_sides();
+  spec.reason = b.reason();
+  if (spec.kind == v1::BOOKING_RESERVATION) {
+    spec.ttl_seconds = options_.default_reservation_ttl_seconds;
+  }
+  absl::StatusOr<PlanOutcome> outcome =
+      pool_.Transact([&](pqxx::work& tx) { return occupancy::PlanBooking(tx, p, spec); });
+  if (!outcome.ok()) return outcome.status();
+  out->set_ok(outcome->rejection.ok());
+  for (const SlotRef& s : outcome->slots) {
+    v1::Slot* slot = out->add_slots();
+    slot->set_side(s.side);
+    slot->set_unit(s.unit);
+  }
+  if (!outcome->rejection.ok()) {
+    if (auto detail = GetErrorDetail(outcome->rejection)) {
+      *out->mutable_rejection() = *detail;
+    } else {
+      out->mutable_rejection()->set_reason(ReasonOf(outcome->rejection));
+      out->mutable_rejection()->set_message(std::string(outcome->rejection.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec, v1::Booking* out) {
+  absl::StatusOr<v1::Booking> booking =
+      pool_.Transact([&](pqxx::work& tx) { return CreateBooking(tx, p, spec); });
+  if (!booking.ok()) return booking.status();
+  *out = *std::move(booking);
+  return absl::OkStatus();
+}
+
+absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
+                                         v1::Booking* out) {
+  BookingSpec spec;
+  spec.rack_id = req.rack_id();
+  spec.kind = v1::BOOKING_PLACEMENT;
+  spec.device_id = req.device_id();
+  spec.side = req.side();
+  spec.first_unit = req.unit();
+  spec.reason = req.reason();
+  return Create(p, spec, out);
+}
+
+absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req,
+                                        v1::Booking* out) {
+  BookingSpec spec;
+  spec.rack_id = req.rack_id();
+  spec.kind = v1::BOOKING_BLOCKING;
+  spec.side = req.side();
+  spec.both_sides = req.both_sides();
+  spec.first_unit = req.first_unit();
+  spec.last_unit = req.last_unit();
+  spec.reason = req.reason();
+  return Create(p, spec, out);
+}
+
+absl::Status OccupancyLogic::ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,
+                                          v1::Booking* out) {
+  if (req.ttl_seconds() < 0) return InvalidInput("ttl_seconds", "must not be negative");
+  BookingSpec spec;
+  spec.rack_id = req.rack_id();
+  spec.kind = v1::BOOKING_RESERVATION;
+  spec.side = req.side();
+  spec.both_sides = req.both_sides();
+  spec.first_unit = req.first_unit();
+  spec.last_unit = req.last_unit();
+  spec.reason = req.reason();
+  spec.ttl_seconds =
+      req.ttl_seconds() == 0 ? options_.default_reservation_ttl_seconds : req.ttl_seconds();
+  return Create(p, spec, out);
+}
+
+absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
+                                            const v1::ReleaseBookingRequest& req,
+                                            v1::Booking* out) {
+  if (absl::Status s = CheckId("booking_id", req.booking_id()); !s.ok()) return s;
+  if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, false); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<v1::Booking> released =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Booking> {
+        absl::StatusOr<v1::Booking> current = LoadBooking(tx, p, req.booking_id());
+        if (!current.ok()) return current.status();
+        // Enforced here, not in the schema: the move service releases its own holds.
+        if (current->kind() == v1::BOOKING_MOVE_HOLD) {
+          return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+                       "this booking holds space for a move in progress; cancel the move instead")
+              .Meta("booking_id", req.booking_id());
+        }
+        return occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
+      });
+  if (!released.ok()) return released.status();
+  *out = *std::move(released);
+  return absl::OkStatus();
+}
+
+}  // namespace dcl::occupancy

@@ -1,0 +1,59 @@
+// The occupancy service's domain logic, free of gRPC: reading a rack (geometry, elevation,
+// capacity) and booking its units through the one write path (booking_store.h). Each method
+// validates its request (INVALID_ARGUMENT before anything is read or written), runs in one
+// transaction scoped by the caller's organization, and returns absl::Status.
+#ifndef DCL_SERVICES_OCCUPANCY_OCCUPANCY_LOGIC_H_
+#define DCL_SERVICES_OCCUPANCY_OCCUPANCY_LOGIC_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "dcl/v1/occupancy.pb.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+#include "services/occupancy/booking_store.h"
+
+namespace dcl::occupancy {
+
+struct OccupancyOptions {
+  // ReserveUnits without a TTL: a rack reservation waits for a person with a trolley.
+  int64_t default_reservation_ttl_seconds = kDefaultReservationTtlSeconds;
+};
+
+class OccupancyLogic {
+ public:
+  explicit OccupancyLogic(DbPool& pool, OccupancyOptions options = {})
+      : pool_(pool), options_(options) {}
+  OccupancyLogic(const OccupancyLogic&) = delete;
+  OccupancyLogic& operator=(const OccupancyLogic&) = delete;
+
+  // Geometry, budgets, and every active slot (unit order, front before rear) with the booking
+  // and kind occupying it.
+  absl::Status GetRack(const Principal& p, const v1::GetRackRequest& req, v1::Rack* out);
+  // Free units per side, power and weight each on its own; unknown draws and weights are
+  // counted as unknown, never added in. Every active slot counts as taken (a lapsed reservation
+  // the sweeper has not released yet is reported as taken, never as free).
+  absl::Status GetRackCapacity(const Principal& p, const v1::GetRackCapacityRequest& req,
+                               v1::RackCapacity* out);
+  // Dry run: writes nothing.
+  absl::Status PlanBooking(const Principal& p, const v1::PlanBookingRequest& req,
+                           v1::PlanBookingResponse* out);
+  absl::Status PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req, v1::Booking* out);
+  absl::Status BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req, v1::Booking* out);
+  absl::Status ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,
+                            v1::Booking* out);
+  // A move hold belongs to its move and is released by the move service (cancel the move);
+  // refused here with WRONG_STATE. Every other kind is released, header and slots together.
+  absl::Status ReleaseBooking(const Principal& p, const v1::ReleaseBookingRequest& req,
+                              v1::Booking* out);
+
+ private:
+  absl::Status Create(const Principal& p, const BookingSpec& spec, v1::Booking* out);
+
+  DbPool& pool_;
+  const OccupancyOptions options_;
+};
+
+}  // namespace dcl::occupancy
+
+#endif  // DCL_SERVICES_OCCUPANCY_OCCUPANCY_LOGIC_H_

@@ -1,0 +1,52 @@
+#include "services/occupancy/occupancy_service.h"
+
+namespace dcl::occupancy {
+
+grpc::Status OccupancyServiceImpl::GetRack(grpc::ServerContext* ctx, const v1::GetRackRequest* req,
+                                           v1::Rack* resp) {
+  return gate_.Run(ctx, Rpc::kGetRack, *req,
+                   [&](const Principal& p) { return logic_.GetRack(p, *req, resp); });
+}
+
+grpc::Status OccupancyServiceImpl::GetRackCapacity(grpc::ServerContext* ctx,
+                                                   const v1::GetRackCapacityRequest* req,
+                                                   v1::RackCapacity* resp) {
+  return gate_.Run(ctx, Rpc::kGetRackCapacity, *req,
+                   [&](const Principal& p) { return logic_.GetRackCapacity(p, *req, resp); });
+}
+
+grpc::Status OccupancyServiceImpl::PlanBooking(grpc::ServerContext* ctx,
+                                               const v1::PlanBookingRequest* req,
+                                               v1::PlanBookingResponse* resp) {
+  return gate_.Run(ctx, Rpc::kPlanBooking, *req,
+                   [&](const Principal& p) { return logic_.PlanBooking(p, *req, resp); });
+}
+
+grpc::Status OccupancyServiceImpl::PlaceDevice(grpc::ServerContext* ctx,
+                                               const v1::PlaceDeviceRequest* req,
+                                               v1::Booking* resp) {
+  return gate_.Run(ctx, Rpc::kPlaceDevice, *req,
+                   [&](const Principal& p) { return logic_.PlaceDevice(p, *req, resp); });
+}
+
+grpc::Status OccupancyServiceImpl::BlockUnits(grpc::ServerContext* ctx,
+                                              const v1::BlockUnitsRequest* req, v1::Booking* resp) {
+  return gate_.Run(ctx, Rpc::kBlockUnits, *req,
+                   [&](const Principal& p) { return logic_.BlockUnits(p, *req, resp); });
+}
+
+grpc::Status OccupancyServiceImpl::ReserveUnits(grpc::ServerContext* ctx,
+                                                const v1::ReserveUnitsRequest* req,
+                                                v1::Booking* resp) {
+  return gate_.Run(ctx, Rpc::kReserveUnits, *req,
+                   [&](const Principal& p) { return logic_.ReserveUnits(p, *req, resp); });
+}
+
+grpc::Status OccupancyServiceImpl::ReleaseBooking(grpc::ServerContext* ctx,
+                                                  const v1::ReleaseBookingRequest* req,
+                                                  v1::Booking* resp) {
+  return gate_.Run(ctx, Rpc::kReleaseBooking, *req,
+                   [&](const Principal& p) { return logic_.ReleaseBooking(p, *req, resp); });
+}
+
+}  // namespace dcl::occupancy
