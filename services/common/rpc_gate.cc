@@ -40,7 +40,8 @@ absl::Status RpcGate::Unexpected(Rpc rpc, const std::exception& e) {
 
 void RpcGate::LogCall(Rpc rpc, const Principal* principal, const absl::Status& status,
                       absl::Duration elapsed) {
-  const std::string_view code = absl::StatusCodeToString(status.code());
+  // A std::string, not a view: StatusCodeToString returns a temporary.
+  const std::string code = absl::StatusCodeToString(status.code());
   const std::string reason = status.ok() ? "" : v1::Reason_Name(ReasonOf(status));
   const double ms = absl::ToDoubleMilliseconds(elapsed);
   if (principal != nullptr) {
