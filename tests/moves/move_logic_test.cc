@@ -191,6 +191,28 @@ TEST_CASE("two StartMove for one device at once: one move, the other a readable 
   CHECK(w.db.Count("SELECT count(*) FROM bookings WHERE kind = 'move_hold'") == 1);
 }
 
+TEST_CASE("two clients advancing one move at once: one change, the other INVALID_TRANSITION") {
+  MoveWorld w;
+  absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5);
+  REQUIRE(move.ok());
+  testing::Barrier barrier(2);
+  absl::Status first, second;
+  std::thread a([&] {
+    barrier.ArriveAndWait();
+    first = w.Advance(move->id(), v1::MOVE_APPROVED).status();
+  });
+  std::thread b([&] {
+    barrier.ArriveAndWait();
+    second = w.Advance(move->id(), v1::MOVE_APPROVED).status();
+  });
+  a.join();
+  b.join();
+  REQUIRE(first.ok() != second.ok());
+  CHECK(ReasonOf(first.ok() ? second : first) == v1::INVALID_TRANSITION);
+  CHECK(w.db.Count(absl::StrCat("SELECT count(*) FROM move_events WHERE move_id = '", move->id(),
+                                "'")) == 2);
+}
+
 TEST_CASE("the open-move index refuses a second open move even without the preflight") {
   MoveWorld w;
   absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5);

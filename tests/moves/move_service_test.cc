@@ -120,6 +120,42 @@ TEST_CASE(
   CHECK(WaitForNoWatchers(w));
 }
 
+TEST_CASE("a change made through one replica reaches a watcher on another") {
+  MoveWorld w;
+  Served replica_a(w);
+  // A second replica: its own pool, logic, gate and server on the same database.
+  auto pool_b = w.db.MakePool(4);
+  MoveLogic logic_b(*pool_b);
+  RpcGate gate_b(*pool_b);
+  MoveServiceImpl service_b(gate_b, logic_b);
+  testing::InProcessServer server_b(pool_b.get(), {{"dcl.v1.MoveService", &service_b}});
+  auto stub_b = v1::MoveService::NewStub(server_b.Channel());
+
+  const v1::Move move = StartOverGrpc(replica_a, w);
+  v1::WatchMoveRequest watch;
+  watch.set_move_id(move.id());
+  auto ctx = ContextWithToken(replica_a.token);
+  auto stub_a = replica_a.Stub();
+  auto reader = stub_a->WatchMove(ctx.get(), watch);
+  v1::MoveEvent event;
+  REQUIRE(reader->Read(&event));
+  CHECK(event.to_state() == v1::MOVE_PLANNED);
+
+  v1::CancelMoveRequest cancel;
+  cancel.set_move_id(move.id());
+  cancel.set_note("through replica b");
+  v1::Move out;
+  auto cancel_ctx = ContextWithToken(replica_a.token);
+  REQUIRE(stub_b->CancelMove(cancel_ctx.get(), cancel, &out).ok());
+
+  REQUIRE(reader->Read(&event));
+  CHECK(event.from_state() == v1::MOVE_PLANNED);
+  CHECK(event.to_state() == v1::MOVE_CANCELLED);
+  CHECK(event.note() == "through replica b");
+  CHECK_FALSE(reader->Read(&event));
+  CHECK(reader->Finish().ok());
+}
+
 TEST_CASE("WatchMove ends cleanly when the client cancels") {
   MoveWorld w;
   Served s(w);

@@ -1,6 +1,6 @@
 // A seeded world for move tests: one organization with the module on, a site with two racks, a
-// placed device, the real pool, the occupancy booking store (the write path PlaceDevice uses)
-// and the move logic under test.
+// placed device, the real pool, the occupancy service's own PlaceDevice, and the move logic
+// under test.
 #ifndef DCL_TESTS_MOVES_MOVE_TEST_WORLD_H_
 #define DCL_TESTS_MOVES_MOVE_TEST_WORLD_H_
 
@@ -12,7 +12,7 @@
 #include "services/common/auth.h"
 #include "services/common/db.h"
 #include "services/moves/move_logic.h"
-#include "services/occupancy/booking_store.h"
+#include "services/occupancy/occupancy_logic.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/test_db.h"
 
@@ -25,7 +25,7 @@ struct MoveWorld {
         rack_a(CreateRack(db, org, site, RackSpec{"A"})),
         rack_b(CreateRack(db, org, site, RackSpec{"B"})),
         pool(db.MakePool(8)),
-        bookings(*pool),
+        occupancy(*pool),
         logic(*pool, absl::Milliseconds(50)),
         op(PrincipalFor(org, Role::kDcOperator)) {
     DeviceSpec spec;
@@ -35,17 +35,19 @@ struct MoveWorld {
     source_booking = Place(device, rack_a, v1::SIDE_FRONT, 10).id();
   }
 
-  // A placement through the occupancy write path (what PlaceDevice runs).
+  // A placement through the occupancy service's PlaceDevice.
   absl::StatusOr<v1::Booking> TryPlace(const std::string& dev, const std::string& rack,
                                        v1::Side side, int unit) {
-    occupancy::BookingSpec spec;
-    spec.rack_id = rack;
-    spec.kind = v1::BOOKING_PLACEMENT;
-    spec.device_id = dev;
-    spec.side = side;
-    spec.first_unit = unit;
-    spec.reason = "test placement";
-    return bookings.Create(op, spec);
+    v1::PlaceDeviceRequest req;
+    req.set_rack_id(rack);
+    req.set_device_id(dev);
+    req.set_side(side);
+    req.set_unit(unit);
+    req.set_reason("test placement");
+    v1::Booking booking;
+    absl::Status status = occupancy.PlaceDevice(op, req, &booking);
+    if (!status.ok()) return status;
+    return booking;
   }
   v1::Booking Place(const std::string& dev, const std::string& rack, v1::Side side, int unit) {
     absl::StatusOr<v1::Booking> booking = TryPlace(dev, rack, side, unit);
@@ -97,7 +99,7 @@ struct MoveWorld {
   std::string rack_a;
   std::string rack_b;
   std::unique_ptr<DbPool> pool;
-  occupancy::BookingStore bookings;
+  occupancy::OccupancyLogic occupancy;
   moves::MoveLogic logic;
   Principal op;
   std::string device;
