@@ -47,6 +47,20 @@ FROM numbered
   tx.commit();
 }
 
+std::string InsertSiteWithDevices(pqxx::connection& conn, const HoldsOrg& org,
+                                  const std::string& name, int devices) {
+  pqxx::work tx(conn);
+  const std::string id =
+      tx.exec_params1("INSERT INTO sites (org_id, name) VALUES ($1, $2) RETURNING id",
+                      org.org_id, name)[0]
+          .as<std::string>();
+  tx.exec_params("INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
+                 "SELECT $1, $2, 'Dell', 'R650', 1, 'full' FROM generate_series(1, $3)",
+                 org.org_id, id, devices);
+  tx.commit();
+  return id;
+}
+
 std::string InsertRack(pqxx::connection& conn, const HoldsOrg& org, const std::string& name) {
   pqxx::work tx(conn);
   const std::string id =

@@ -27,6 +27,10 @@ void InsertReservations(pqxx::connection& conn, const HoldsOrg& org, int64_t cou
                         const std::string& state, int expires_in_seconds,
                         const std::string& key_prefix);
 
+// Another site of the organization, with `devices` free machines; its id.
+std::string InsertSiteWithDevices(pqxx::connection& conn, const HoldsOrg& org,
+                                  const std::string& name, int devices);
+
 // A 42-unit rack with a rear at the organization's site; its id.
 std::string InsertRack(pqxx::connection& conn, const HoldsOrg& org, const std::string& name);
 // A device at the organization's site; its id.
