@@ -1,0 +1,24 @@
+// "Where is my server?": the physical location (site, rack, units) of one of the caller's
+// services. Read-only; it crosses the reservation aggregate (bindings) and the occupancy
+// aggregate (placements), so it lives in neither store.
+#ifndef DCL_SERVICES_RESERVATION_SERVICE_LOCATION_H_
+#define DCL_SERVICES_RESERVATION_SERVICE_LOCATION_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "dcl/v1/reservation.pb.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+
+namespace dcl::reservation {
+
+// The location of `service_id` for `principal`. A customer sees only services whose customer is
+// the token's subject; any other role sees every service of its organization. NOT_FOUND when the
+// service is not the caller's, or has no machine bound and placed right now.
+absl::StatusOr<v1::ServiceLocation> FindServiceLocation(DbPool& pool, const Principal& principal,
+                                                        const std::string& service_id);
+
+}  // namespace dcl::reservation
+
+#endif  // DCL_SERVICES_RESERVATION_SERVICE_LOCATION_H_
