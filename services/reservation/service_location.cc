@@ -22,8 +22,11 @@ absl::StatusOr<v1::ServiceLocation> FindServiceLocation(DbPool& pool, const Prin
         "                AND b.released_at IS NULL "
         "JOIN racks r ON r.id = b.rack_id "
         "WHERE sb.service_id = $1 "
-        "ORDER BY sb.started_at DESC LIMIT 1",
-        service_id);
+        // Only the binding in force: an ended one points at a machine that now serves
+        // someone else. And only the caller's organization, on the binding and the device: no
+        // constraint ties a binding's device to the binding's organization.
+        "  AND sb.ended_at IS NULL AND sb.org_id = $2 AND d.org_id = $2",
+        service_id, principal.org_id);
     if (rows.empty()) return NotFound("location of service", service_id);
     const pqxx::row row = rows[0];
     v1::ServiceLocation location;
