@@ -13,6 +13,7 @@
 #include "services/common/validation.h"
 #include "services/reservation/eligibility.h"
 #include "services/reservation/reservation_store.h"
+#include "services/reservation/service_location.h"
 
 namespace dcl::reservation {
 
@@ -457,6 +458,16 @@ absl::Status ReservationLogic::EndBinding(const Principal& principal,
       });
   if (!result.ok()) return result.status();
   *response = std::move(*result);
+  return absl::OkStatus();
+}
+
+absl::Status ReservationLogic::GetServiceLocation(const Principal& principal,
+                                                  const v1::GetServiceLocationRequest& request,
+                                                  v1::ServiceLocation* response) {
+  absl::StatusOr<v1::ServiceLocation> location =
+      FindServiceLocation(pool_, principal, request.service_id());
+  if (!location.ok()) return location.status();
+  *response = std::move(*location);
   return absl::OkStatus();
 }
 

@@ -58,6 +58,10 @@ class ReservationLogic {
                              v1::Service* response);
   absl::Status EndBinding(const Principal& principal, const v1::EndBindingRequest& request,
                           v1::ServiceBinding* response);
+  // Where is my server? See service_location.h.
+  absl::Status GetServiceLocation(const Principal& principal,
+                                  const v1::GetServiceLocationRequest& request,
+                                  v1::ServiceLocation* response);
 
   // Not thread-safe with concurrent calls: set before use (tests only).
   void SetBeforeInsertHookForTest(BeforeInsertHook hook) { before_insert_ = std::move(hook); }

@@ -54,12 +54,9 @@ grpc::Status ReservationServiceImpl::EndBinding(grpc::ServerContext* ctx,
 
 grpc::Status ReservationServiceImpl::GetServiceLocation(grpc::ServerContext* ctx,
                                                         const v1::GetServiceLocationRequest* req,
-                                                        v1::ServiceLocation*) {
-  // Belongs to issue 7 (it reads the occupancy service's placements); until then the gate still
-  // authenticates and checks the role, and the caller hears a clear UNIMPLEMENTED.
-  return gate_.Run(ctx, Rpc::kGetServiceLocation, *req, [&](const Principal&) -> absl::Status {
-    return Error(absl::StatusCode::kUnimplemented, v1::NOT_IMPLEMENTED,
-                 "GetServiceLocation is not implemented yet");
+                                                        v1::ServiceLocation* resp) {
+  return gate_.Run(ctx, Rpc::kGetServiceLocation, *req, [&](const Principal& p) {
+    return logic_.GetServiceLocation(p, *req, resp);
   });
 }
 
