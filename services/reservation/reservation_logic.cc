@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/logging.h"
@@ -43,8 +44,9 @@ std::string RandomPivot() {
   return buf;
 }
 
+// Ids compared as text (Classify, replays) in the database's spelling: lower case.
 Criteria CriteriaOf(const v1::ReservationCriteria& c) {
-  return Criteria{c.site_id(), c.vendor(), c.model(), c.hardware_profile()};
+  return Criteria{absl::AsciiStrToLower(c.site_id()), c.vendor(), c.model(), c.hardware_profile()};
 }
 
 std::string Json(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }

@@ -1,6 +1,7 @@
 // Convert, Cancel, EndBinding, reads and input validation against a real PostgreSQL.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <string>
 #include <thread>
 
@@ -50,6 +51,18 @@ TEST_CASE("Reserve records the criteria and a frozen selection reason with the d
   CHECK(env.db.Scalar("SELECT selection_reason->>'eligibility'" + where) == "eligible");
   CHECK(env.db.Scalar("SELECT selection_reason ? 'chosen_at'" + where) == "t");
   CHECK(env.db.Scalar("SELECT created_by" + where) == env.commerce.Actor());
+}
+
+TEST_CASE("a site id in upper case is the same site (ids compare in the database's spelling)") {
+  ReservationEnv env;
+  const std::string device = env.Device();
+  std::string upper = env.site;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  v1::ReserveResponse response;
+  REQUIRE(env.logic.Reserve(env.commerce, ReserveRequest("order-1", upper), &response).ok());
+  CHECK(response.reservation().device_id() == device);
+  REQUIRE(env.logic.Reserve(env.commerce, ReserveRequest("order-1", env.site), &response).ok());
+  CHECK(response.replay());
 }
 
 TEST_CASE("the default TTL is 15 minutes") {
