@@ -176,12 +176,19 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
   PlanRequest request;
   request.side = spec.side;
   if (UsesDeviceFootprint(spec)) {
-    // Read without the organization on purpose: the one-placement-per-device index is global
-    // and must fire before ownership is looked at. Ownership (and the device's site) is the
-    // composite foreign key bookings_device_fk, checked at the end of the insert.
+    // Read without the organization on purpose: the one-placement-per-device index is global,
+    // so a device that is already placed goes on to the insert and collides there, whoever
+    // asks. Another organization's device that is not placed is NOT_FOUND here, before its
+    // dimensions can shape an answer. The composite foreign key bookings_device_fk is the
+    // ownership (and same-site) rule itself, checked at the end of the insert, after the index.
     pqxx::result d = tx.exec_params(
-        "SELECT height_units, depth_class FROM devices WHERE id = $1::uuid", spec.device_id);
-    if (d.empty()) return NotFound("device", spec.device_id);
+        "SELECT height_units, depth_class, org_id = $2::uuid, EXISTS (SELECT 1 FROM bookings b "
+        "WHERE b.device_id = $1::uuid AND b.kind = 'placement' AND b.released_at IS NULL) "
+        "FROM devices WHERE id = $1::uuid",
+        spec.device_id, principal.org_id);
+    if (d.empty() || (!d[0][2].as<bool>() && !d[0][3].as<bool>())) {
+      return NotFound("device", spec.device_id);
+    }
     request.device_footprint = true;
     request.anchor_unit = spec.first_unit;
     request.height = d[0][0].as<int>();

@@ -252,6 +252,23 @@ TEST_CASE("a device placed by one organization collides even when another organi
   CHECK(a.db.Count("SELECT count(*) FROM booking_slots WHERE rack_id = '" + rack_b + "'") == 0);
 }
 
+TEST_CASE("a device standing at another site is refused by the device foreign key") {
+  Site s;
+  const std::string other_site = testing::CreateSite(s.db, s.org, "AMS1");
+  const std::string elsewhere = testing::CreateDevice(s.db, s.org, other_site);
+  auto pool = s.db.MakePool(1);
+  OccupancyLogic logic(*pool);
+  v1::Booking booking;
+  absl::Status st = logic.PlaceDevice(s.op, Place(s.rack, elsewhere, v1::SIDE_FRONT, 9), &booking);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(DetailOf(st).reason() == v1::WRONG_STATE);
+  CHECK(std::string(st.message()) ==
+        "device " + elsewhere + " is registered at another site than the rack");
+  CHECK(s.Bookings() == 0);
+  CHECK(s.ActiveSlots() == 0);
+}
+
 TEST_CASE("a placement with an expiry is refused by the CHECK, through the path and directly") {
   Site s;
   auto pool = s.db.MakePool(1);
