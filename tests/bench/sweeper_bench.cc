@@ -1,0 +1,158 @@
+// Sweeper benchmark (a program you run, not a timed test).
+//
+// Against --database_url (a migrated, disposable database: it seeds its own organizations):
+//   1. expirations per second: --holds due holds swept by one Sweeper::SweepOnce, for each of
+//      --batch_sizes (each batch one transaction, rows picked with FOR UPDATE SKIP LOCKED);
+//   2. Reserve latency without and with a sweep running: --clients threads call the
+//      reservation service's Reserve (domain logic, then Cancel) on a site of 200 free machines
+//      for --baseline_seconds, then during a sweep of --holds due holds (batch 1000) on
+//      another site; p50/p95/p99 of both phases.
+//
+// Run:  tests/bench/run_sweeper_bench   (throwaway PostgreSQL, migrate, run)
+//   or: bazel run -c opt //tests/bench:sweeper_bench -- --database_url='host=... dbname=...'
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "services/common/db.h"
+#include "services/common/service_main.h"
+#include "services/reservation/reservation_logic.h"
+#include "sweeper/sweeper.h"
+#include "tests/sweeper/holds_seed.h"
+#include "tests/sweeper/reserve_load.h"
+
+ABSL_FLAG(int, holds, 100000, "due holds per sweep");
+ABSL_FLAG(std::string, batch_sizes, "100,1000,5000", "batch sizes to measure, comma-separated");
+ABSL_FLAG(int, clients, 4, "concurrent Reserve clients in the latency scenario");
+ABSL_FLAG(int, baseline_seconds, 5, "Reserve load without a sweep before the sweep starts");
+
+namespace dcl {
+namespace {
+
+std::string UniqueName(const std::string& what) {
+  return absl::StrCat("sweeper-bench-", what, "-", getpid(), "-",
+                      absl::ToUnixMillis(absl::Now()));
+}
+
+struct SweepFigures {
+  double seconds = 0;
+  int64_t expired = 0;
+  int batches = 0;
+};
+
+SweepFigures Sweep(DbPool& pool, int batch_size) {
+  SweeperOptions options;
+  options.name = UniqueName("sweeper");
+  options.batch_size = batch_size;
+  Sweeper sweeper(pool, options);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<SweepResult> result = sweeper.SweepOnce();
+  SweepFigures figures;
+  figures.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok()) {
+    std::fprintf(stderr, "sweep failed: %s\n", result.status().ToString().c_str());
+    std::exit(1);
+  }
+  figures.expired = result->reservations_expired;
+  figures.batches = result->batches;
+  return figures;
+}
+
+void PrintLoad(const char* phase, const testing::PhaseStats& s) {
+  std::printf("| %-13s | %7lld | %7.0f | %7.2f | %7.2f | %7.2f | %7.2f | %6lld |\n", phase,
+              static_cast<long long>(s.calls), s.calls_per_second, s.p50_ms, s.p95_ms, s.p99_ms,
+              s.max_ms, static_cast<long long>(s.failures));
+}
+
+int Main() {
+  DbOptions db_options = DbOptionsFromFlags();
+  if (db_options.url.empty()) {
+    std::fprintf(stderr, "set --database_url or DCL_DATABASE_URL (a migrated, disposable db)\n");
+    return 2;
+  }
+  const int holds = absl::GetFlag(FLAGS_holds);
+  std::vector<int> batch_sizes;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_batch_sizes), ',')) {
+    int size = 0;
+    if (!absl::SimpleAtoi(part, &size) || size < 1) {
+      std::fprintf(stderr, "bad --batch_sizes\n");
+      return 2;
+    }
+    batch_sizes.push_back(size);
+  }
+  pqxx::connection conn(db_options.url);
+  db_options.pool_size = 2;
+  DbPool sweeper_pool(db_options);
+
+  std::printf("## 1. Expirations per second (%d due holds, one sweep)\n\n", holds);
+  std::printf("| batch | seed s | sweep s | batches | expirations/s |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+  for (int batch_size : batch_sizes) {
+    const auto seed_start = std::chrono::steady_clock::now();
+    const testing::HoldsOrg org = testing::SeedHoldsOrg(conn, UniqueName("org"));
+    testing::InsertReservations(conn, org, holds, "held", -60, "due-");
+    pqxx::nontransaction(conn).exec("ANALYZE reservations");
+    const double seed_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - seed_start).count();
+    const SweepFigures f = Sweep(sweeper_pool, batch_size);
+    std::printf("| %d | %.1f | %.2f | %d | %.0f |\n", batch_size, seed_seconds, f.seconds,
+                f.batches, f.expired / f.seconds);
+    std::fflush(stdout);
+  }
+
+  const int clients = absl::GetFlag(FLAGS_clients);
+  std::printf("\n## 2. Reserve latency without / with a sweep of %d due holds (%d clients)\n\n",
+              holds, clients);
+  const testing::HoldsOrg org = testing::SeedHoldsOrg(conn, UniqueName("org"));
+  testing::InsertReservations(conn, org, holds, "held", -60, "due-");
+  const std::string shop_site = testing::InsertSiteWithDevices(conn, org, "FRA2", 200);
+  pqxx::nontransaction(conn).exec("ANALYZE");
+  DbOptions service_options = DbOptionsFromFlags();
+  service_options.pool_size = clients + 2;
+  DbPool service_pool(service_options);
+  reservation::ReservationLogic logic(service_pool, reservation::ReservationOptions{});
+  Principal commerce;
+  commerce.org_id = org.org_id;
+  commerce.role = Role::kCommerce;
+  commerce.token_id = "bench";
+  testing::ReserveLoad load(logic, commerce, shop_site, clients);
+  std::this_thread::sleep_for(std::chrono::seconds(absl::GetFlag(FLAGS_baseline_seconds)));
+  load.SetPhase(1);
+  const SweepFigures f = Sweep(sweeper_pool, 1000);
+  load.Stop();
+  const testing::PhaseStats without = load.Stats(0);
+  const testing::PhaseStats with = load.Stats(1);
+  std::printf("| Reserve       |   calls | calls/s |  p50 ms |  p95 ms |  p99 ms |  max ms | failed |\n");
+  std::printf("| :--           |    ---: |    ---: |    ---: |    ---: |    ---: |    ---: |   ---: |\n");
+  PrintLoad("no sweep", without);
+  PrintLoad("during sweep", with);
+  std::printf("\nsweep during load: %.2f s, %.0f expirations/s; Reserve p99 during / without: "
+              "%.2fx\n",
+              f.seconds, f.expired / f.seconds,
+              without.p99_ms > 0 ? with.p99_ms / without.p99_ms : 0.0);
+  for (const auto& [reason, count] : with.failure_reasons) {
+    std::printf("  failed during sweep: %s x%lld\n", reason.c_str(),
+                static_cast<long long>(count));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace dcl
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  spdlog::set_level(spdlog::level::warn);  // the table, not one log line per sweep
+  return dcl::Main();
+}
