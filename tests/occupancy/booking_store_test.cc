@@ -411,6 +411,40 @@ TEST_CASE("a lapsed reservation does not block a placement and is released with 
   CHECK(s.ActiveSlots() == 1);
 }
 
+TEST_CASE(
+    "a lapsed reservation next to a live booking: only the live one is named, nothing freed") {
+  Site s;
+  auto pool = s.db.MakePool(1);
+  OccupancyLogic logic(*pool);
+  v1::ReserveUnitsRequest reserve;
+  reserve.set_rack_id(s.rack);
+  reserve.set_side(v1::SIDE_FRONT);
+  reserve.set_first_unit(9);
+  reserve.set_last_unit(9);
+  v1::Booking lapsed;
+  REQUIRE(logic.ReserveUnits(s.op, reserve, &lapsed).ok());
+  s.db.Exec("UPDATE bookings SET expires_at = now() - interval '1 second' WHERE id = '" +
+            lapsed.id() + "'");
+  v1::BlockUnitsRequest block;
+  block.set_rack_id(s.rack);
+  block.set_side(v1::SIDE_FRONT);
+  block.set_first_unit(10);
+  block.set_last_unit(10);
+  v1::Booking blocked;
+  REQUIRE(logic.BlockUnits(s.op, block, &blocked).ok());
+
+  v1::Booking placed;
+  absl::Status st =
+      logic.PlaceDevice(s.op, Place(s.rack, s.Device(2, "half"), v1::SIDE_FRONT, 9), &placed);
+  const v1::ErrorDetail detail = DetailOf(st);
+  CHECK(detail.reason() == v1::UNIT_OCCUPIED);
+  REQUIRE(detail.colliding_slots_size() == 1);
+  CHECK(detail.colliding_slots(0).unit() == 10);
+  // The refusal rolled everything back: the lapsed reservation is still there for the sweeper.
+  CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE released_at IS NULL") == 2);
+  CHECK(s.ActiveSlots() == 2);
+}
+
 TEST_CASE("a move hold is promoted in place: same booking id, same slots, no expiry") {
   Site s;
   testing::RackSpec r2;
