@@ -60,6 +60,18 @@ const char kFactsColumns[] =
     "EXISTS (SELECT 1 FROM service_bindings b WHERE b.device_id = d.id AND b.ended_at IS NULL), "
     "EXISTS (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held')";
 
+// The narrowing filter of the candidate walk (Classify decides; this only keeps the walk short).
+// Correlated scalar subqueries on purpose, not NOT EXISTS: PostgreSQL turns NOT EXISTS into an
+// anti-join and, once many machines are sold, hashes every active binding on every call. A
+// scalar subquery stays a per-row probe of the partial unique indexes, so a call costs the rows
+// it walks past, not the number of machines sold.
+const char kLooksSellable[] =
+    "AND d.process_state = 'normal' "
+    "AND (SELECT 1 FROM service_bindings b "
+    "     WHERE b.device_id = d.id AND b.ended_at IS NULL LIMIT 1) IS NULL "
+    "AND (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held' LIMIT 1) "
+    "IS NULL ";
+
 DeviceFacts FactsFromRow(const pqxx::row& row) {
   DeviceFacts f;
   f.id = row[0].as<std::string>();
@@ -174,13 +186,8 @@ std::vector<DeviceFacts> ReservationStore::FetchCandidates(pqxx::work& tx, const
         absl::StrCat("SELECT ", kFactsColumns,
                      " FROM devices d WHERE d.site_id = $1 AND d.org_id = $2 "
                      "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
-                     "AND ($5 = '' OR d.hardware_profile = $5) AND d.process_state = 'normal' "
-                     "AND NOT EXISTS (SELECT 1 FROM service_bindings b "
-                     "                WHERE b.device_id = d.id AND b.ended_at IS NULL) "
-                     "AND NOT EXISTS (SELECT 1 FROM reservations h "
-                     "                WHERE h.device_id = d.id AND h.state = 'held') "
-                     "AND d.id ",
-                     side, " $6::uuid ORDER BY d.id LIMIT $7"),
+                     "AND ($5 = '' OR d.hardware_profile = $5) ",
+                     kLooksSellable, "AND d.id ", side, " $6::uuid ORDER BY d.id LIMIT $7"),
         criteria.site_id, org, criteria.vendor, criteria.model, criteria.hardware_profile, pivot,
         n);
   };
@@ -204,13 +211,8 @@ std::optional<DeviceFacts> ReservationStore::LockNextCandidate(
       absl::StrCat("SELECT ", kFactsColumns,
                    " FROM devices d WHERE d.site_id = $1 AND d.org_id = $2 "
                    "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
-                   "AND ($5 = '' OR d.hardware_profile = $5) AND d.process_state = 'normal' "
-                   "AND NOT EXISTS (SELECT 1 FROM service_bindings b "
-                   "                WHERE b.device_id = d.id AND b.ended_at IS NULL) "
-                   "AND NOT EXISTS (SELECT 1 FROM reservations h "
-                   "                WHERE h.device_id = d.id AND h.state = 'held') "
-                   "AND d.id ",
-                   inclusive ? ">=" : ">",
+                   "AND ($5 = '' OR d.hardware_profile = $5) ",
+                   kLooksSellable, "AND d.id ", inclusive ? ">=" : ">",
                    " $6::uuid AND (nullif($7, '')::uuid IS NULL OR d.id < nullif($7, '')::uuid) "
                    "ORDER BY d.id LIMIT 1 FOR NO KEY UPDATE OF d SKIP LOCKED"),
       criteria.site_id, org, criteria.vendor, criteria.model, criteria.hardware_profile, after,
@@ -235,12 +237,18 @@ ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT site_id, vendor, model, hardware_profile, process_state, bound, held, "
                    "count(*), array_to_string((array_agg(id ORDER BY id))[1:$2], ',') "
-                   "FROM (SELECT ",
-                   kFactsColumns,
-                   " FROM devices d WHERE d.org_id = $1) AS f(id, site_id, vendor, model, "
+                   "FROM (SELECT d.id::text, d.site_id::text, d.vendor, d.model, "
+                   "d.hardware_profile, d.process_state, "
+                   // Devices at other sites are wrong_site whatever else they are: their
+                   // bindings and holds are not looked up.
+                   "CASE WHEN d.site_id = $3::uuid THEN EXISTS (SELECT 1 FROM service_bindings b "
+                   "  WHERE b.device_id = d.id AND b.ended_at IS NULL) ELSE false END, "
+                   "CASE WHEN d.site_id = $3::uuid THEN EXISTS (SELECT 1 FROM reservations h "
+                   "  WHERE h.device_id = d.id AND h.state = 'held') ELSE false END "
+                   "FROM devices d WHERE d.org_id = $1) AS f(id, site_id, vendor, model, "
                    "hardware_profile, process_state, bound, held) "
                    "GROUP BY 1, 2, 3, 4, 5, 6, 7"),
-      org, max_listed);
+      org, max_listed, criteria.site_id);
   ExclusionSummary summary;
   for (const pqxx::row& row : rows) {
     DeviceFacts facts;

@@ -1,0 +1,351 @@
+// Load generator for ReservationService over gRPC (a program you run, not a timed test).
+//
+// Starts the real service (gate + logic) on an in-process gRPC server on 127.0.0.1:0 against
+// --database_url (a migrated, disposable database: it seeds its own organization), and drives it
+// with N concurrent clients, each on its own thread with a blocking stub over TCP. Prints, per
+// scenario: reservations/s, latency p50/p95/p99, outcome counts; then audits the database (no
+// machine with two holds or two active bindings, no service on two machines).
+//
+// Scenarios:
+//   1. throughput: 1, 8, 32, 64 clients reserving for --seconds each on a pool of
+//      --machines machines (holds are cancelled between runs);
+//   2. 256 clients on 10 machines, one Reserve each (contention: 10 holds, 246 rejections);
+//   3. a pool of --big_pool machines, empty vs 95 % bound and 1 % held: Reserve latency must
+//      not grow with the number of sold machines (ratio printed).
+//
+// Run:  tests/bench/run_reservation_bench   (throwaway PostgreSQL, migrate, run)
+//   or: bazel run //tests/bench:reservation_bench -- --database_url='host=... dbname=...'
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "dcl/v1/reservation.grpc.pb.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+#include "services/common/grpc_status.h"
+#include "services/common/rpc_gate.h"
+#include "services/common/server.h"
+#include "services/reservation/reservation_logic.h"
+#include "services/reservation/reservation_service.h"
+
+ABSL_FLAG(std::string, database_url, "", "a migrated, disposable database");
+ABSL_FLAG(int, seconds, 5, "duration of each throughput run");
+ABSL_FLAG(int, machines, 5000, "pool size of the throughput runs");
+ABSL_FLAG(int, big_pool, 100000, "pool size of the sold-machines comparison");
+ABSL_FLAG(int, big_clients, 8, "clients in the sold-machines comparison");
+ABSL_FLAG(int, big_calls, 800, "Reserve calls per side of the sold-machines comparison");
+ABSL_FLAG(int, pool_size, 16, "database connections of the service");
+
+namespace dcl::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Outcomes {
+  int held = 0, replay = 0, contended = 0, no_capacity = 0, other = 0;
+  std::vector<double> latency_ms;
+  double seconds = 0;
+  void Merge(const Outcomes& o) {
+    held += o.held;
+    replay += o.replay;
+    contended += o.contended;
+    no_capacity += o.no_capacity;
+    other += o.other;
+    latency_ms.insert(latency_ms.end(), o.latency_ms.begin(), o.latency_ms.end());
+  }
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+class Bench {
+ public:
+  explicit Bench(const std::string& url) : url_(url) {
+    DbOptions options;
+    options.url = url;
+    options.pool_size = absl::GetFlag(FLAGS_pool_size);
+    pool_ = std::make_unique<DbPool>(options);
+    gate_ = std::make_unique<RpcGate>(*pool_);
+    logic_ =
+        std::make_unique<reservation::ReservationLogic>(*pool_, reservation::ReservationOptions{});
+    service_ = std::make_unique<reservation::ReservationServiceImpl>(*gate_, *logic_);
+    ServerConfig config;
+    config.listen_address = "127.0.0.1:0";
+    config.reflection = false;
+    auto runtime =
+        ServerRuntime::Start(config, pool_.get(), {{"dcl.v1.ReservationService", service_.get()}});
+    if (!runtime.ok()) Die(runtime.status().ToString());
+    runtime_ = std::move(*runtime);
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    for (int i = 0; i < 4; ++i) {
+      args.SetInt("dcl.bench.channel", i);  // distinct channels = distinct connections
+      channels_.push_back(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", runtime_->port()),
+                                                    grpc::InsecureChannelCredentials(), args));
+    }
+  }
+  ~Bench() { runtime_->Shutdown(); }
+
+  static void Die(const std::string& why) {
+    std::fprintf(stderr, "reservation_bench: %s\n", why.c_str());
+    std::exit(1);
+  }
+
+  void Sql(const std::string& sql) {
+    pqxx::connection conn(url_);
+    pqxx::work tx(conn);
+    tx.exec(sql);
+    tx.commit();
+  }
+  std::string Scalar(const std::string& sql) {
+    pqxx::connection conn(url_);
+    pqxx::work tx(conn);
+    pqxx::row row = tx.exec1(sql);
+    tx.commit();
+    return row[0].is_null() ? "" : row[0].as<std::string>();
+  }
+
+  // A fresh organization with the module on, a commerce token and one site per scenario.
+  void SetUpOrg() {
+    const std::string name =
+        absl::StrCat("bench-", std::chrono::system_clock::now().time_since_epoch().count());
+    org_ =
+        Scalar(absl::StrCat("INSERT INTO organizations (name) VALUES ('", name, "') RETURNING id"));
+    Sql("UPDATE feature_settings SET enabled = true WHERE feature = 'datacenter'");
+    Sql(absl::StrCat(
+        "INSERT INTO organization_feature_settings (org_id, feature, enabled) VALUES ('", org_,
+        "', 'datacenter', true)"));
+    auto token = CreateToken(*pool_, org_, Role::kCommerce, "", "bench");
+    if (!token.ok()) Die(token.status().ToString());
+    token_ = token->token;
+  }
+
+  std::string NewSite(const std::string& name, int machines) {
+    const std::string site = Scalar(absl::StrCat("INSERT INTO sites (org_id, name) VALUES ('", org_,
+                                                 "', '", name, "') RETURNING id"));
+    Sql(
+        absl::StrCat("INSERT INTO devices (org_id, site_id, vendor, model, height_units, "
+                     "depth_class) SELECT '",
+                     org_, "', '", site, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ",
+                     machines, ")"));
+    Sql("ANALYZE devices");
+    return site;
+  }
+
+  void CancelHolds(const std::string& site) {
+    Sql(
+        absl::StrCat("UPDATE reservations SET state = 'cancelled', end_reason = 'cancelled', "
+                     "ended_at = now(), ended_by = 'bench' WHERE state = 'held' AND "
+                     "criteria_site_id = '",
+                     site, "'"));
+  }
+
+  // clients threads; each calls Reserve until `until` (or `calls_per_client` calls if > 0).
+  Outcomes Run(const std::string& site, int clients, double seconds, int calls_per_client,
+               const std::string& prefix) {
+    std::vector<Outcomes> per(clients);
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    const auto start_holder = std::make_shared<Clock::time_point>();
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        auto stub = v1::ReservationService::NewStub(channels_[c % channels_.size()]);
+        ++ready;
+        while (!go) std::this_thread::yield();
+        const auto until = *start_holder + std::chrono::duration<double>(seconds);
+        for (int i = 0;; ++i) {
+          if (calls_per_client > 0 ? i >= calls_per_client : Clock::now() >= until) break;
+          v1::ReserveRequest request;
+          request.set_idempotency_key(absl::StrCat(prefix, "-", c, "-", i));
+          request.mutable_criteria()->set_site_id(site);
+          grpc::ClientContext context;
+          context.AddMetadata("authorization", "Bearer " + token_);
+          context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+          v1::ReserveResponse response;
+          const auto t0 = Clock::now();
+          grpc::Status status = stub->Reserve(&context, request, &response);
+          per[c].latency_ms.push_back(
+              std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          if (status.ok()) {
+            (response.replay() ? per[c].replay : per[c].held)++;
+            continue;
+          }
+          auto detail = ErrorDetailFromGrpc(status);
+          const v1::Reason reason = detail ? detail->reason() : v1::REASON_UNSPECIFIED;
+          if (status.error_code() == grpc::StatusCode::ABORTED && reason == v1::CONTENDED) {
+            per[c].contended++;
+          } else if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+                     reason == v1::NO_CAPACITY) {
+            per[c].no_capacity++;
+          } else {
+            per[c].other++;
+            if (per[c].other <= 3) {
+              std::fprintf(stderr, "unexpected: %d %s\n", static_cast<int>(status.error_code()),
+                           status.error_message().c_str());
+            }
+          }
+        }
+      });
+    }
+    while (ready < clients) std::this_thread::yield();
+    *start_holder = Clock::now();
+    go = true;
+    for (auto& t : threads) t.join();
+    Outcomes total;
+    total.seconds = std::chrono::duration<double>(Clock::now() - *start_holder).count();
+    for (const auto& o : per) total.Merge(o);
+    return total;
+  }
+
+  // Rows that must not exist; prints and returns the number of violations.
+  int64_t Audit() {
+    const int64_t double_holds = std::stoll(
+        Scalar("SELECT count(*) FROM (SELECT device_id FROM reservations WHERE state = 'held' "
+               "GROUP BY device_id HAVING count(*) > 1) x"));
+    const int64_t double_device = std::stoll(Scalar(
+        "SELECT count(*) FROM (SELECT device_id FROM service_bindings WHERE ended_at IS NULL "
+        "GROUP BY device_id HAVING count(*) > 1) x"));
+    const int64_t double_service = std::stoll(Scalar(
+        "SELECT count(*) FROM (SELECT service_id FROM service_bindings WHERE ended_at IS NULL "
+        "GROUP BY service_id HAVING count(*) > 1) x"));
+    const int64_t held_and_bound = std::stoll(Scalar(
+        "SELECT count(*) FROM reservations r JOIN service_bindings b ON b.device_id = r.device_id "
+        "AND b.ended_at IS NULL WHERE r.state = 'held'"));
+    std::printf(
+        "audit: machines with 2+ holds %lld, with 2+ active bindings %lld, services on "
+        "2+ machines %lld, held and bound at once %lld\n",
+        static_cast<long long>(double_holds), static_cast<long long>(double_device),
+        static_cast<long long>(double_service), static_cast<long long>(held_and_bound));
+    return double_holds + double_device + double_service + held_and_bound;
+  }
+
+  static void Header() {
+    std::printf("%-26s %7s %8s %7s %9s %8s %8s %8s %6s %6s %9s %7s %6s\n", "scenario", "clients",
+                "machines", "calls", "calls/s", "p50 ms", "p95 ms", "p99 ms", "held", "replay",
+                "contended", "no_cap", "errors");
+  }
+  static void Row(const std::string& name, int clients, int machines, const Outcomes& o) {
+    std::printf("%-26s %7d %8d %7zu %9.1f %8.2f %8.2f %8.2f %6d %6d %9d %7d %6d\n", name.c_str(),
+                clients, machines, o.latency_ms.size(), o.latency_ms.size() / o.seconds,
+                Percentile(o.latency_ms, 0.50), Percentile(o.latency_ms, 0.95),
+                Percentile(o.latency_ms, 0.99), o.held, o.replay, o.contended, o.no_capacity,
+                o.other);
+    std::fflush(stdout);
+  }
+
+  const std::string& org() const { return org_; }
+
+ private:
+  const std::string url_;
+  std::unique_ptr<DbPool> pool_;
+  std::unique_ptr<RpcGate> gate_;
+  std::unique_ptr<reservation::ReservationLogic> logic_;
+  std::unique_ptr<reservation::ReservationServiceImpl> service_;
+  std::unique_ptr<ServerRuntime> runtime_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::string org_, token_;
+};
+
+int Main() {
+  const std::string url = absl::GetFlag(FLAGS_database_url);
+  if (url.empty()) Bench::Die("--database_url is required (a migrated, disposable database)");
+  Bench bench(url);
+  bench.SetUpOrg();
+  int64_t violations = 0;
+
+  // 1. Throughput.
+  const int machines = absl::GetFlag(FLAGS_machines);
+  const std::string site = bench.NewSite("throughput", machines);
+  std::printf("\n== throughput: Reserve for %d s per run, pool of %d machines ==\n",
+              absl::GetFlag(FLAGS_seconds), machines);
+  Bench::Header();
+  for (int clients : {1, 8, 32, 64}) {
+    Outcomes o =
+        bench.Run(site, clients, absl::GetFlag(FLAGS_seconds), 0, absl::StrCat("tp", clients));
+    Bench::Row(absl::StrCat("throughput"), clients, machines, o);
+    violations += bench.Audit();
+    bench.CancelHolds(site);
+  }
+
+  // 2. Contention: 256 clients, 10 machines, one call each.
+  const std::string small = bench.NewSite("contention", 10);
+  std::printf("\n== contention: 256 clients, one Reserve each, 10 machines ==\n");
+  Bench::Header();
+  Outcomes contention = bench.Run(small, 256, 0, 1, "c256");
+  Bench::Row("256 on 10", 256, 10, contention);
+  violations += bench.Audit();
+  if (contention.held != 10 || contention.other != 0) {
+    std::printf("UNEXPECTED: %d holds, %d errors\n", contention.held, contention.other);
+    ++violations;
+  }
+
+  // 3. Sold machines must not slow Reserve down.
+  const int big = absl::GetFlag(FLAGS_big_pool);
+  const int clients = absl::GetFlag(FLAGS_big_clients);
+  const int calls = absl::GetFlag(FLAGS_big_calls) / clients;
+  const std::string large = bench.NewSite("large", big);
+  std::printf("\n== %d machines: empty vs 95 %% bound + 1 %% held (%d clients, %d calls) ==\n", big,
+              clients, calls * clients);
+  Bench::Header();
+  bench.Run(large, clients, 0, 10, "warm-empty");  // warm caches and plans
+  bench.CancelHolds(large);
+  Outcomes empty = bench.Run(large, clients, 0, calls, "empty");
+  Bench::Row("empty pool", clients, big, empty);
+  bench.CancelHolds(large);
+  // Sell 95 % (one dedicated service per machine) and hold 1 %, scattered over the id space.
+  bench.Sql(absl::StrCat(
+      "CREATE TEMP TABLE x AS SELECT id, row_number() OVER (ORDER BY random()) AS rn FROM devices "
+      "WHERE site_id = '",
+      large,
+      "'; "
+      "INSERT INTO services (org_id, kind, customer) SELECT '",
+      bench.org(), "', 'dedicated', 'bench-' || rn FROM x WHERE rn <= ", big * 95 / 100,
+      "; "
+      "INSERT INTO service_bindings (org_id, service_id, device_id) "
+      "SELECT '",
+      bench.org(),
+      "', s.id, x.id FROM x JOIN services s ON s.customer = 'bench-' || x.rn "
+      "AND s.org_id = '",
+      bench.org(), "' WHERE x.rn <= ", big * 95 / 100,
+      "; "
+      "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
+      "selection_reason, expires_at) SELECT '",
+      bench.org(), "', 'seed-' || rn, id, '", large,
+      "', '{}', now() + interval '1 day' FROM x WHERE rn > ", big * 95 / 100, " AND rn <= ",
+      big * 96 / 100, "; ANALYZE devices; ANALYZE service_bindings; ANALYZE reservations"));
+  bench.Run(large, clients, 0, 10, "warm-sold");
+  Outcomes sold = bench.Run(large, clients, 0, calls, "sold");
+  Bench::Row("95% bound + 1% held", clients, big, sold);
+  violations += bench.Audit();
+  const double p50_ratio = Percentile(sold.latency_ms, 0.5) / Percentile(empty.latency_ms, 0.5);
+  const double p95_ratio = Percentile(sold.latency_ms, 0.95) / Percentile(empty.latency_ms, 0.95);
+  std::printf("sold/empty latency ratio: p50 %.2fx, p95 %.2fx (bound: 1.5x)\n", p50_ratio,
+              p95_ratio);
+
+  std::printf("\n%s\n", violations == 0 ? "audit: clean" : "audit: VIOLATIONS FOUND");
+  return violations == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace dcl::bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return dcl::bench::Main();
+}
