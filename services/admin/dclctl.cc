@@ -41,7 +41,7 @@ int Fail(const absl::Status& status) {
 }
 
 int Usage() {
-  std::fprintf(stderr, "%s\n", absl::ProgramUsageMessage());
+  std::fprintf(stderr, "%s\n", std::string(absl::ProgramUsageMessage()).c_str());
   return 2;
 }
 
