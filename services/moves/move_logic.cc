@@ -65,6 +65,12 @@ std::string SlotsJson(const v1::Booking& booking) {
   return absl::StrCat("[", absl::StrJoin(slots, ","), "]");
 }
 
+// The end of a watch the client abandoned: nobody reads this status, but the gate logs it, and
+// it is not an internal error.
+absl::Status Cancelled(const std::string& message) {
+  return Error(absl::StatusCode::kCancelled, v1::REASON_UNSPECIFIED, message);
+}
+
 absl::Status InvalidTransition(const MoveRecord& m, MoveState target) {
   const std::vector<std::string> allowed = AllowedTargetNames(m.state);
   Error error(
@@ -420,14 +426,12 @@ absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest
       if (!events.ok()) return events.status();
       last_read = absl::Now();
       for (const MoveEventRecord& event : *events) {
-        if (!emit(ToProto(req.move_id(), event))) {
-          return absl::CancelledError("the client went away");
-        }
+        if (!emit(ToProto(req.move_id(), event))) return Cancelled("the client went away");
         last = event.sequence;
         if (IsTerminal(event.to_state)) return absl::OkStatus();
       }
     }
-    if (cancelled()) return absl::CancelledError("the client cancelled the watch");
+    if (cancelled()) return Cancelled("the client cancelled the watch");
     absl::StatusOr<bool> notified = (*listener)->Wait(watch_poll_);
     if (!notified.ok()) return notified.status();
     due = *notified || absl::Now() - last_read >= kWatchResync;

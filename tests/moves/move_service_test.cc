@@ -36,6 +36,22 @@ struct Served {
   std::string token;
 };
 
+// A stream waits for the channel to connect instead of failing fast on a slow start.
+std::unique_ptr<grpc::ClientContext> WatchContext(const std::string& token) {
+  auto ctx = ContextWithToken(token);
+  ctx->set_wait_for_ready(true);
+  return ctx;
+}
+
+// The next event of a watch; a stream that ended instead fails the test with its status.
+void ReadNext(grpc::ClientReader<v1::MoveEvent>& reader, v1::MoveEvent* event) {
+  if (!reader.Read(event)) {
+    const grpc::Status status = reader.Finish();
+    FAIL("the watch ended before the expected event: " << status.error_code() << " "
+                                                       << status.error_message());
+  }
+}
+
 int64_t WatcherConnections(const MoveWorld& w) {
   return w.db.Count(std::string("SELECT count(*) FROM pg_stat_activity WHERE datname = "
                                 "current_database() AND application_name = '") +
@@ -81,13 +97,13 @@ TEST_CASE(
 
   v1::WatchMoveRequest watch;
   watch.set_move_id(move.id());
-  auto ctx = ContextWithToken(s.token);
+  auto ctx = WatchContext(s.token);
   auto stub = s.Stub();
   auto reader = stub->WatchMove(ctx.get(), watch);
   std::vector<v1::MoveEvent> events;
   v1::MoveEvent event;
   // The history first: the event that created the move.
-  REQUIRE(reader->Read(&event));
+  ReadNext(*reader, &event);
   events.push_back(event);
   REQUIRE(WatcherConnections(w) == 1);
 
@@ -137,11 +153,11 @@ TEST_CASE("a change made through one replica reaches a watcher on another") {
   const v1::Move move = StartOverGrpc(replica_a, w);
   v1::WatchMoveRequest watch;
   watch.set_move_id(move.id());
-  auto ctx = ContextWithToken(replica_a.token);
+  auto ctx = WatchContext(replica_a.token);
   auto stub_a = replica_a.Stub();
   auto reader = stub_a->WatchMove(ctx.get(), watch);
   v1::MoveEvent event;
-  REQUIRE(reader->Read(&event));
+  ReadNext(*reader, &event);
   CHECK(event.to_state() == v1::MOVE_PLANNED);
 
   v1::CancelMoveRequest cancel;
@@ -151,7 +167,7 @@ TEST_CASE("a change made through one replica reaches a watcher on another") {
   auto cancel_ctx = ContextWithToken(replica_a.token);
   REQUIRE(stub_b->CancelMove(cancel_ctx.get(), cancel, &out).ok());
 
-  REQUIRE(reader->Read(&event));
+  ReadNext(*reader, &event);
   CHECK(event.from_state() == v1::MOVE_PLANNED);
   CHECK(event.to_state() == v1::MOVE_CANCELLED);
   CHECK(event.note() == "through replica b");
@@ -165,11 +181,11 @@ TEST_CASE("WatchMove ends cleanly when the client cancels") {
   const v1::Move move = StartOverGrpc(s, w);
   v1::WatchMoveRequest watch;
   watch.set_move_id(move.id());
-  auto ctx = ContextWithToken(s.token);
+  auto ctx = WatchContext(s.token);
   auto stub = s.Stub();
   auto reader = stub->WatchMove(ctx.get(), watch);
   v1::MoveEvent event;
-  REQUIRE(reader->Read(&event));
+  ReadNext(*reader, &event);
   REQUIRE(WatcherConnections(w) == 1);
   ctx->TryCancel();
   while (reader->Read(&event)) {
@@ -188,7 +204,7 @@ TEST_CASE("WatchMove of a finished move replays its history and ends at once") {
   REQUIRE(AdvanceOverGrpc(s, move.id(), v1::MOVE_CANCELLED).ok());
   v1::WatchMoveRequest watch;
   watch.set_move_id(move.id());
-  auto ctx = ContextWithToken(s.token);
+  auto ctx = WatchContext(s.token);
   auto stub = s.Stub();
   auto reader = stub->WatchMove(ctx.get(), watch);
   std::vector<v1::MoveState> states;
@@ -203,7 +219,7 @@ TEST_CASE("WatchMove of an unknown move is NOT_FOUND") {
   Served s(w);
   v1::WatchMoveRequest watch;
   watch.set_move_id("00000000-0000-4000-8000-000000000001");
-  auto ctx = ContextWithToken(s.token);
+  auto ctx = WatchContext(s.token);
   auto stub = s.Stub();
   auto reader = stub->WatchMove(ctx.get(), watch);
   v1::MoveEvent event;
