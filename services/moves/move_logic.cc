@@ -133,9 +133,15 @@ absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, con
       // Release the old placement first: the device index allows one active placement per
       // device, and the promotion below makes the hold one. Both in this transaction, and the
       // destination's slot rows are never touched: it is never free.
-      absl::StatusOr<v1::Booking> released =
-          occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
-      if (!released.ok()) return released.status();
+      // A source placement somebody already released (ReleaseBooking while the machine was
+      // on its way) has nothing left to release; the machine is at the destination all the same.
+      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+      if (!source.ok()) return source.status();
+      if (!source->has_released_at()) {
+        absl::StatusOr<v1::Booking> released =
+            occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
+        if (!released.ok()) return released.status();
+      }
       absl::StatusOr<v1::Booking> placement =
           occupancy::PromoteMoveHold(tx, p, m.move_hold_booking_id);
       if (!placement.ok()) return placement.status();

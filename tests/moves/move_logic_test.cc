@@ -324,6 +324,27 @@ TEST_CASE("needs_reconcile settled as found at destination completes by promotio
   CHECK(w.ProcessState(w.device) == "normal");
 }
 
+TEST_CASE("a source placement released by hand during the move does not block completion") {
+  MoveWorld w;
+  absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 7);
+  REQUIRE(move.ok());
+  AdvanceToAwaitingVerification(w, move->id());
+  // The occupancy service refuses to release the move hold: only the move releases it.
+  v1::ReleaseBookingRequest release_hold;
+  release_hold.set_booking_id(move->move_hold_booking_id());
+  v1::Booking unused;
+  CHECK(ReasonOf(w.occupancy.ReleaseBooking(w.op, release_hold, &unused)) == v1::WRONG_STATE);
+  v1::ReleaseBookingRequest release;
+  release.set_booking_id(w.source_booking);
+  release.set_reason("took it out by hand");
+  v1::Booking released;
+  REQUIRE(w.occupancy.ReleaseBooking(w.op, release, &released).ok());
+  v1::Move done = w.MustAdvance(move->id(), v1::MOVE_COMPLETED);
+  CHECK(done.state() == v1::MOVE_COMPLETED);
+  CHECK(w.db.Scalar(absl::StrCat("SELECT kind FROM bookings WHERE id = '",
+                                 move->move_hold_booking_id(), "'")) == "placement");
+}
+
 TEST_CASE("cancelling a planned move releases the destination and keeps the placement") {
   MoveWorld w;
   absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 7, true);
