@@ -403,6 +403,17 @@ absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest
                                   const std::function<bool(const v1::MoveEvent&)>& emit,
                                   const std::function<bool()>& cancelled) {
   if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
+  // Each stream holds a connection of its own: bounded, so watchers cannot starve the database.
+  if (watchers_.fetch_add(1) >= max_watchers_) {
+    watchers_.fetch_sub(1);
+    return Error(absl::StatusCode::kResourceExhausted, v1::REASON_UNSPECIFIED,
+                 "too many WatchMove streams are open on this server; retry later")
+        .Meta("limit", absl::StrCat(max_watchers_));
+  }
+  struct Slot {
+    std::atomic<int>& count;
+    ~Slot() { count.fetch_sub(1); }
+  } slot{watchers_};
   // Subscribe before the first read: whatever commits after it is either read below or
   // announced to this listener.
   absl::StatusOr<std::unique_ptr<MoveEventListener>> listener =

@@ -18,6 +18,7 @@
 #ifndef DCL_SERVICES_MOVES_MOVE_LOGIC_H_
 #define DCL_SERVICES_MOVES_MOVE_LOGIC_H_
 
+#include <atomic>
 #include <functional>
 
 #include "absl/status/status.h"
@@ -31,8 +32,11 @@ namespace dcl::moves {
 class MoveLogic {
  public:
   // `watch_poll` bounds how long WatchMove waits before it checks for a cancelled client.
-  explicit MoveLogic(DbPool& pool, absl::Duration watch_poll = absl::Milliseconds(200))
-      : pool_(pool), watch_poll_(watch_poll) {}
+  // `max_watchers` bounds the concurrent WatchMove streams: each holds a database connection of
+  // its own, outside the pool.
+  explicit MoveLogic(DbPool& pool, absl::Duration watch_poll = absl::Milliseconds(200),
+                     int max_watchers = 32)
+      : pool_(pool), watch_poll_(watch_poll), max_watchers_(max_watchers) {}
   MoveLogic(const MoveLogic&) = delete;
   MoveLogic& operator=(const MoveLogic&) = delete;
 
@@ -45,7 +49,8 @@ class MoveLogic {
 
   // Replays the move's events from the first, then emits each new one as it is committed, in
   // order; returns OK after emitting a terminal state. Returns CANCELLED when `cancelled()`
-  // turns true (checked at least every watch_poll) or `emit` returns false (client gone).
+  // turns true (checked at least every watch_poll) or `emit` returns false (client gone), and
+  // RESOURCE_EXHAUSTED when max_watchers streams are open already.
   absl::Status WatchMove(const Principal& p, const v1::WatchMoveRequest& req,
                          const std::function<bool(const v1::MoveEvent&)>& emit,
                          const std::function<bool()>& cancelled);
@@ -53,6 +58,8 @@ class MoveLogic {
  private:
   DbPool& pool_;
   const absl::Duration watch_poll_;
+  const int max_watchers_;
+  std::atomic<int> watchers_{0};
 };
 
 }  // namespace dcl::moves

@@ -3,6 +3,7 @@
 // the client cancels; refusals arrive with their reason and details.
 #include "services/moves/move_service.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
@@ -225,6 +226,43 @@ TEST_CASE("WatchMove of an unknown move is NOT_FOUND") {
   v1::MoveEvent event;
   CHECK_FALSE(reader->Read(&event));
   CHECK(reader->Finish().error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(WaitForNoWatchers(w));
+}
+
+TEST_CASE("watch streams are bounded: one more than the limit is RESOURCE_EXHAUSTED") {
+  MoveWorld w;
+  MoveLogic limited(*w.pool, absl::Milliseconds(20), /*max_watchers=*/1);
+  absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 20);
+  REQUIRE(move.ok());
+  v1::WatchMoveRequest watch;
+  watch.set_move_id(move->id());
+  std::atomic<bool> stop{false};
+  std::atomic<int> first_events{0};
+  absl::Status first_status;
+  std::thread first([&] {
+    first_status = limited.WatchMove(
+        w.op, watch, [&](const v1::MoveEvent&) { return ++first_events > 0; },
+        [&] { return stop.load(); });
+  });
+  for (int i = 0; i < 200 && first_events.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(first_events.load() == 1);
+  absl::Status second = limited.WatchMove(
+      w.op, watch, [](const v1::MoveEvent&) { return true; }, [] { return false; });
+  CHECK(second.code() == absl::StatusCode::kResourceExhausted);
+  stop = true;
+  first.join();
+  CHECK(first_status.code() == absl::StatusCode::kCancelled);
+  // The slot is free again: a watch of the (now cancelled) move replays and ends.
+  REQUIRE(w.Advance(move->id(), v1::MOVE_CANCELLED).ok());
+  int events = 0;
+  CHECK(
+      limited
+          .WatchMove(
+              w.op, watch, [&](const v1::MoveEvent&) { return ++events > 0; }, [] { return false; })
+          .ok());
+  CHECK(events == 2);
   CHECK(WaitForNoWatchers(w));
 }
 
