@@ -47,6 +47,8 @@ ABSL_FLAG(int, big_pool, 100000, "pool size of the sold-machines comparison");
 ABSL_FLAG(int, big_clients, 8, "clients in the sold-machines comparison");
 ABSL_FLAG(int, big_calls, 800, "Reserve calls per side of the sold-machines comparison");
 ABSL_FLAG(int, pool_size, 16, "database connections of the service");
+ABSL_FLAG(std::string, scenarios, "throughput,contention,sold",
+          "which scenarios to run (comma-separated)");
 
 namespace dcl::bench {
 namespace {
@@ -268,75 +270,84 @@ int Main() {
   Bench bench(url);
   bench.SetUpOrg();
   int64_t violations = 0;
+  const std::string scenarios = absl::GetFlag(FLAGS_scenarios);
+  auto wanted = [&](const std::string& name) { return scenarios.find(name) != std::string::npos; };
 
   // 1. Throughput.
   const int machines = absl::GetFlag(FLAGS_machines);
-  const std::string site = bench.NewSite("throughput", machines);
-  std::printf("\n== throughput: Reserve for %d s per run, pool of %d machines ==\n",
-              absl::GetFlag(FLAGS_seconds), machines);
-  Bench::Header();
-  for (int clients : {1, 8, 32, 64}) {
-    Outcomes o =
-        bench.Run(site, clients, absl::GetFlag(FLAGS_seconds), 0, absl::StrCat("tp", clients));
-    Bench::Row(absl::StrCat("throughput"), clients, machines, o);
-    violations += bench.Audit();
-    bench.CancelHolds(site);
+  if (wanted("throughput")) {
+    const std::string site = bench.NewSite("throughput", machines);
+    std::printf("\n== throughput: Reserve for %d s per run, pool of %d machines ==\n",
+                absl::GetFlag(FLAGS_seconds), machines);
+    Bench::Header();
+    for (int clients : {1, 8, 32, 64}) {
+      Outcomes o =
+          bench.Run(site, clients, absl::GetFlag(FLAGS_seconds), 0, absl::StrCat("tp", clients));
+      Bench::Row(absl::StrCat("throughput"), clients, machines, o);
+      violations += bench.Audit();
+      bench.CancelHolds(site);
+    }
   }
 
   // 2. Contention: 256 clients, 10 machines, one call each.
-  const std::string small = bench.NewSite("contention", 10);
-  std::printf("\n== contention: 256 clients, one Reserve each, 10 machines ==\n");
-  Bench::Header();
-  Outcomes contention = bench.Run(small, 256, 0, 1, "c256");
-  Bench::Row("256 on 10", 256, 10, contention);
-  violations += bench.Audit();
-  if (contention.held != 10 || contention.other != 0) {
-    std::printf("UNEXPECTED: %d holds, %d errors\n", contention.held, contention.other);
-    ++violations;
+  if (wanted("contention")) {
+    const std::string small = bench.NewSite("contention", 10);
+    std::printf("\n== contention: 256 clients, one Reserve each, 10 machines ==\n");
+    Bench::Header();
+    Outcomes contention = bench.Run(small, 256, 0, 1, "c256");
+    Bench::Row("256 on 10", 256, 10, contention);
+    violations += bench.Audit();
+    if (contention.held != 10 || contention.other != 0) {
+      std::printf("UNEXPECTED: %d holds, %d errors\n", contention.held, contention.other);
+      ++violations;
+    }
   }
 
   // 3. Sold machines must not slow Reserve down.
-  const int big = absl::GetFlag(FLAGS_big_pool);
-  const int clients = absl::GetFlag(FLAGS_big_clients);
-  const int calls = absl::GetFlag(FLAGS_big_calls) / clients;
-  const std::string large = bench.NewSite("large", big);
-  std::printf("\n== %d machines: empty vs 95 %% bound + 1 %% held (%d clients, %d calls) ==\n", big,
-              clients, calls * clients);
-  Bench::Header();
-  bench.Run(large, clients, 0, 10, "warm-empty");  // warm caches and plans
-  bench.CancelHolds(large);
-  Outcomes empty = bench.Run(large, clients, 0, calls, "empty");
-  Bench::Row("empty pool", clients, big, empty);
-  bench.CancelHolds(large);
-  // Sell 95 % (one dedicated service per machine) and hold 1 %, scattered over the id space.
-  bench.Sql(absl::StrCat(
-      "CREATE TEMP TABLE x AS SELECT id, row_number() OVER (ORDER BY random()) AS rn FROM devices "
-      "WHERE site_id = '",
-      large,
-      "'; "
-      "INSERT INTO services (org_id, kind, customer) SELECT '",
-      bench.org(), "', 'dedicated', 'bench-' || rn FROM x WHERE rn <= ", big * 95 / 100,
-      "; "
-      "INSERT INTO service_bindings (org_id, service_id, device_id) "
-      "SELECT '",
-      bench.org(),
-      "', s.id, x.id FROM x JOIN services s ON s.customer = 'bench-' || x.rn "
-      "AND s.org_id = '",
-      bench.org(), "' WHERE x.rn <= ", big * 95 / 100,
-      "; "
-      "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
-      "selection_reason, expires_at) SELECT '",
-      bench.org(), "', 'seed-' || rn, id, '", large,
-      "', '{}', now() + interval '1 day' FROM x WHERE rn > ", big * 95 / 100, " AND rn <= ",
-      big * 96 / 100, "; ANALYZE devices; ANALYZE service_bindings; ANALYZE reservations"));
-  bench.Run(large, clients, 0, 10, "warm-sold");
-  Outcomes sold = bench.Run(large, clients, 0, calls, "sold");
-  Bench::Row("95% bound + 1% held", clients, big, sold);
-  violations += bench.Audit();
-  const double p50_ratio = Percentile(sold.latency_ms, 0.5) / Percentile(empty.latency_ms, 0.5);
-  const double p95_ratio = Percentile(sold.latency_ms, 0.95) / Percentile(empty.latency_ms, 0.95);
-  std::printf("sold/empty latency ratio: p50 %.2fx, p95 %.2fx (bound: 1.5x)\n", p50_ratio,
-              p95_ratio);
+  if (wanted("sold")) {
+    const int big = absl::GetFlag(FLAGS_big_pool);
+    const int clients = absl::GetFlag(FLAGS_big_clients);
+    const int calls = absl::GetFlag(FLAGS_big_calls) / clients;
+    const std::string large = bench.NewSite("large", big);
+    std::printf("\n== %d machines: empty vs 95 %% bound + 1 %% held (%d clients, %d calls) ==\n",
+                big, clients, calls * clients);
+    Bench::Header();
+    bench.Run(large, clients, 0, 10, "warm-empty");  // warm caches and plans
+    bench.CancelHolds(large);
+    Outcomes empty = bench.Run(large, clients, 0, calls, "empty");
+    Bench::Row("empty pool", clients, big, empty);
+    bench.CancelHolds(large);
+    // Sell 95 % (one dedicated service per machine) and hold 1 %, scattered over the id space.
+    bench.Sql(absl::StrCat(
+        "CREATE TEMP TABLE x AS SELECT id, row_number() OVER (ORDER BY random()) AS rn FROM "
+        "devices "
+        "WHERE site_id = '",
+        large,
+        "'; "
+        "INSERT INTO services (org_id, kind, customer) SELECT '",
+        bench.org(), "', 'dedicated', 'bench-' || rn FROM x WHERE rn <= ", big * 95 / 100,
+        "; "
+        "INSERT INTO service_bindings (org_id, service_id, device_id) "
+        "SELECT '",
+        bench.org(),
+        "', s.id, x.id FROM x JOIN services s ON s.customer = 'bench-' || x.rn "
+        "AND s.org_id = '",
+        bench.org(), "' WHERE x.rn <= ", big * 95 / 100,
+        "; "
+        "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
+        "selection_reason, expires_at) SELECT '",
+        bench.org(), "', 'seed-' || rn, id, '", large,
+        "', '{}', now() + interval '1 day' FROM x WHERE rn > ", big * 95 / 100, " AND rn <= ",
+        big * 96 / 100, "; ANALYZE devices; ANALYZE service_bindings; ANALYZE reservations"));
+    bench.Run(large, clients, 0, 10, "warm-sold");
+    Outcomes sold = bench.Run(large, clients, 0, calls, "sold");
+    Bench::Row("95% bound + 1% held", clients, big, sold);
+    violations += bench.Audit();
+    const double p50_ratio = Percentile(sold.latency_ms, 0.5) / Percentile(empty.latency_ms, 0.5);
+    const double p95_ratio = Percentile(sold.latency_ms, 0.95) / Percentile(empty.latency_ms, 0.95);
+    std::printf("sold/empty latency ratio: p50 %.2fx, p95 %.2fx (bound: 1.5x)\n", p50_ratio,
+                p95_ratio);
+  }
 
   std::printf("\n%s\n", violations == 0 ? "audit: clean" : "audit: VIOLATIONS FOUND");
   return violations == 0 ? 0 : 1;
