@@ -63,6 +63,10 @@ v1::Reason ReasonOf(const absl::Status& status) {
       return v1::DEADLINE;
     case absl::StatusCode::kUnimplemented:
       return v1::NOT_IMPLEMENTED;
+    case absl::StatusCode::kResourceExhausted:
+      return v1::LIMIT_REACHED;
+    case absl::StatusCode::kCancelled:
+      return v1::CANCELLED_BY_CLIENT;
     default:
       return v1::INTERNAL_ERROR;
   }

@@ -68,7 +68,7 @@ std::string SlotsJson(const v1::Booking& booking) {
 // The end of a watch the client abandoned: nobody reads this status, but the gate logs it, and
 // it is not an internal error.
 absl::Status Cancelled(const std::string& message) {
-  return Error(absl::StatusCode::kCancelled, v1::REASON_UNSPECIFIED, message);
+  return Error(absl::StatusCode::kCancelled, v1::CANCELLED_BY_CLIENT, message);
 }
 
 absl::Status InvalidTransition(const MoveRecord& m, MoveState target) {
@@ -406,7 +406,7 @@ absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest
   // Each stream holds a connection of its own: bounded, so watchers cannot starve the database.
   if (watchers_.fetch_add(1) >= max_watchers_) {
     watchers_.fetch_sub(1);
-    return Error(absl::StatusCode::kResourceExhausted, v1::REASON_UNSPECIFIED,
+    return Error(absl::StatusCode::kResourceExhausted, v1::LIMIT_REACHED,
                  "too many WatchMove streams are open on this server; retry later")
         .Meta("limit", absl::StrCat(max_watchers_));
   }
