@@ -85,6 +85,12 @@ SET last_failure_at = excluded.last_failure_at,
     updated_at = excluded.updated_at
 )sql";
 
+// "CODE: message", without the status payload (binary ErrorDetail bytes in ToString()).
+std::string Describe(const absl::Status& status) {
+  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                      std::string(status.message()));
+}
+
 }  // namespace
 
 Clock& RealClock() {
@@ -146,8 +152,8 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
     ++sweeps_failed_;
     spdlog::warn(
         "sweep failed after {} ms: {} (expired {} holds, released {} rack reservations before "
-        "the failure); retrying at the next interval",
-        duration_ms, failure.ToString(), result.reservations_expired, result.bookings_released);
+        "the failure)",
+        duration_ms, Describe(failure), result.reservations_expired, result.bookings_released);
     RecordFailure(failure);
     return failure;
   }
@@ -160,7 +166,7 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
   }
   if (absl::Status recorded = RecordSuccess(result); !recorded.ok()) {
     ++sweeps_failed_;
-    spdlog::warn("sweep done but its status could not be recorded: {}", recorded.ToString());
+    spdlog::warn("sweep done but its status could not be recorded: {}", Describe(recorded));
     return recorded;
   }
   ++sweeps_succeeded_;
@@ -180,14 +186,13 @@ absl::Status Sweeper::RecordSuccess(const SweepResult& result) {
 
 void Sweeper::RecordFailure(const absl::Status& status) {
   // Best effort: when the database is gone, the log line above is the record.
-  const std::string error =
-      absl::StrCat(absl::StatusCodeToString(status.code()), ": ", std::string(status.message()));
+  const std::string error = Describe(status);
   absl::Status recorded = pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     tx.exec_params(kRecordFailureSql, options_.name, error);
     return absl::OkStatus();
   });
   if (!recorded.ok()) {
-    spdlog::debug("could not record the failure: {}", recorded.ToString());
+    spdlog::debug("could not record the failure: {}", Describe(recorded));
   }
 }
 
@@ -195,7 +200,11 @@ void Sweeper::Run() {
   spdlog::info("sweeper {} running: every {}, batches of {}", options_.name,
                absl::FormatDuration(options_.interval), options_.batch_size);
   while (!stop_.HasBeenNotified()) {
-    SweepOnce().IgnoreError();  // logged inside; a failure is retried at the next interval
+    // Logged inside. A failure (database gone, timeout) is retried at the next interval: the
+    // loop never ends on its own.
+    if (!SweepOnce().ok()) {
+      spdlog::info("next attempt in {}", absl::FormatDuration(options_.interval));
+    }
     if (stop_.HasBeenNotified()) break;
     clock_.SleepUntil(clock_.Now() + options_.interval, stop_);
   }

@@ -196,6 +196,41 @@ TEST_CASE("a stop request ends a sweep before the next batch and records no succ
   CHECK(db.Count("SELECT count(*) FROM sweeper_status") == 0);
 }
 
+TEST_CASE("a sweep that fails while the database answers is recorded as the last failure") {
+  TestDatabase db;
+  auto conn = db.Connect();
+  const HoldsOrg org = SeedHoldsOrg(*conn, "acme");
+  InsertReservations(*conn, org, 20, "held", -1, "due-");
+  // Every expired row costs 50 ms; the statement timeout is 200 ms: the first batch fails.
+  db.Exec(R"sql(
+CREATE FUNCTION slow_down() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
+CREATE TRIGGER slow_down BEFORE UPDATE ON reservations
+  FOR EACH ROW EXECUTE FUNCTION slow_down();
+)sql");
+  DbOptions options;
+  options.url = db.url();
+  options.pool_size = 2;
+  options.statement_timeout_ms = 200;
+  DbPool pool(options);
+  FakeClock clock;
+  Sweeper sweeper(pool, Options(20), clock);
+  absl::StatusOr<SweepResult> result = sweeper.SweepOnce();
+  REQUIRE_FALSE(result.ok());
+  CHECK(sweeper.sweeps_failed() == 1);
+  CHECK(CountState(db, "due-", "held") == 20);  // the failed batch left nothing behind
+  const pqxx::row status = db.Exec(
+      "SELECT last_success_at IS NULL, last_failure_at IS NOT NULL, coalesce(last_error, '') "
+      "FROM sweeper_status WHERE name = 'test'")[0];
+  CHECK(status[0].as<bool>());
+  CHECK(status[1].as<bool>());
+  const std::string error = status[2].as<std::string>();
+  INFO(error);
+  CHECK_FALSE(error.empty());
+  CHECK(error.find("reservations") == std::string::npos);  // no driver or SQL text
+  CHECK(error.find("statement") == std::string::npos);
+}
+
 TEST_CASE("the daemon loop sleeps one interval between sweeps until asked to stop") {
   TestDatabase db;
   auto conn = db.Connect();
