@@ -1,4 +1,4 @@
-#include "tests/sweeper/sweeper_process.h"
+#include "tests/support/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,18 +16,18 @@ extern char** environ;
 
 namespace dcl::testing {
 
-std::string SweeperBinaryPath() {
+std::string RunfilesBinary(const std::string& workspace_path) {
   for (const char* root_var : {"TEST_SRCDIR", "RUNFILES_DIR"}) {
     if (const char* root = std::getenv(root_var); root != nullptr && *root != '\0') {
-      const std::string path = std::string(root) + "/dcl/sweeper/sweeper";
+      const std::string path = std::string(root) + "/dcl/" + workspace_path;
       if (access(path.c_str(), X_OK) == 0) return path;
     }
   }
-  // Run by hand from the workspace (bazel-bin/tests/sweeper/...): the binary sits in bazel-bin.
-  for (const char* relative : {"sweeper/sweeper", "bazel-bin/sweeper/sweeper"}) {
-    if (access(relative, X_OK) == 0) return relative;
+  // Run by hand from the workspace: the binary sits in bazel-bin.
+  for (const std::string& candidate : {workspace_path, "bazel-bin/" + workspace_path}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
-  throw std::runtime_error("sweeper binary not found: run through bazel test (tests/run)");
+  throw std::runtime_error(workspace_path + " not found: run through bazel test (tests/run)");
 }
 
 namespace {
@@ -35,15 +35,14 @@ namespace {
 std::string NewLogPath() {
   static std::atomic<int> counter{0};
   const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/sweeper-" + std::to_string(getpid()) +
+  return std::string(dir != nullptr ? dir : "/tmp") + "/child-" + std::to_string(getpid()) +
          "-" + std::to_string(counter++) + ".log";
 }
 
 }  // namespace
 
-SweeperProcess::SweeperProcess(const std::vector<std::string>& args)
+ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args)
     : log_path_(NewLogPath()) {
-  const std::string binary = SweeperBinaryPath();
   std::vector<std::string> argv_storage = {binary};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -75,7 +74,7 @@ SweeperProcess::SweeperProcess(const std::vector<std::string>& args)
   if (rc != 0) throw std::runtime_error("posix_spawn " + binary + " failed: " + std::to_string(rc));
 }
 
-SweeperProcess::~SweeperProcess() {
+ChildProcess::~ChildProcess() {
   if (Running()) {
     kill(pid_, SIGKILL);
     int status = 0;
@@ -83,12 +82,12 @@ SweeperProcess::~SweeperProcess() {
   }
 }
 
-void SweeperProcess::Reap(int wait_status) {
+void ChildProcess::Reap(int wait_status) {
   exited_ = true;
   wait_status_ = wait_status;
 }
 
-bool SweeperProcess::Running() {
+bool ChildProcess::Running() {
   if (exited_) return false;
   int status = 0;
   const pid_t done = waitpid(pid_, &status, WNOHANG);
@@ -99,11 +98,11 @@ bool SweeperProcess::Running() {
   return true;
 }
 
-void SweeperProcess::Signal(int signal_number) {
+void ChildProcess::Signal(int signal_number) {
   if (!exited_) kill(pid_, signal_number);
 }
 
-std::optional<int> SweeperProcess::WaitForExit(std::chrono::milliseconds timeout) {
+std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (Running()) {
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
@@ -113,7 +112,7 @@ std::optional<int> SweeperProcess::WaitForExit(std::chrono::milliseconds timeout
   return WEXITSTATUS(wait_status_);
 }
 
-std::string SweeperProcess::Log() const {
+std::string ChildProcess::Log() const {
   std::ifstream in(log_path_);
   std::stringstream out;
   out << in.rdbuf();
