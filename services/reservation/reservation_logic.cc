@@ -158,12 +158,14 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
                                        v1::ReserveResponse* response) {
   DCL_RETURN_IF_ERROR(CheckText("idempotency_key", request.idempotency_key(), kMaxKeyLength, true));
   DCL_RETURN_IF_ERROR(CheckCriteria(request.criteria()));
-  if (request.ttl_seconds() < 0 || request.ttl_seconds() > options_.max_ttl_seconds) {
+  if (request.has_ttl_seconds() &&
+      (request.ttl_seconds() <= 0 || request.ttl_seconds() > options_.max_ttl_seconds)) {
     return InvalidInput(
         "ttl_seconds",
-        absl::StrCat("must be between 1 and ", options_.max_ttl_seconds, " (0 = the default)"));
+        absl::StrCat("must be between 1 and ", options_.max_ttl_seconds, " (unset: the default)"));
   }
-  const int ttl = request.ttl_seconds() == 0 ? options_.default_ttl_seconds : request.ttl_seconds();
+  const int ttl =
+      request.has_ttl_seconds() ? request.ttl_seconds() : options_.default_ttl_seconds;
   const Criteria criteria = CriteriaOf(request.criteria());
   const std::string& org = principal.org_id;
   const std::string& key = request.idempotency_key();

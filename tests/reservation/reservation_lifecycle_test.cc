@@ -372,6 +372,9 @@ TEST_CASE("bad input is INVALID_ARGUMENT or NOT_FOUND and writes nothing") {
         absl::StatusCode::kNotFound);
   CHECK(reserve(ReserveRequest("k", foreign_site)) == absl::StatusCode::kNotFound);
   CHECK(reserve(ReserveRequest("k", env.site, "", -1)) == absl::StatusCode::kInvalidArgument);
+  v1::ReserveRequest zero_ttl = ReserveRequest("k", env.site);
+  zero_ttl.set_ttl_seconds(0);  // explicit 0 is not "the default"
+  CHECK(reserve(zero_ttl) == absl::StatusCode::kInvalidArgument);
   CHECK(reserve(ReserveRequest("k", env.site, "", 24 * 3600 + 1)) ==
         absl::StatusCode::kInvalidArgument);
   CHECK(reserve(ReserveRequest("k", env.site, std::string("R6\0", 3))) ==

@@ -56,7 +56,7 @@ inline v1::ReserveRequest ReserveRequest(const std::string& key, const std::stri
   request.set_idempotency_key(key);
   request.mutable_criteria()->set_site_id(site);
   request.mutable_criteria()->set_model(model);
-  request.set_ttl_seconds(ttl);
+  if (ttl != 0) request.set_ttl_seconds(ttl);  // 0 here: leave it unset (the default)
   return request;
 }
 
