@@ -69,20 +69,22 @@ TEST_CASE("a real check violation is reported by the violated constraint's name"
   CHECK(result->violated_constraint == "racks_unit_count_positive");
 }
 
-TEST_CASE("the constraint name does not depend on the server's message language") {
+TEST_CASE("the constraint name comes from the error field, never from the message text") {
   TestDatabase db;
-  const std::string org = testing::CreateOrg(db, "acme");
   auto pool = db.MakePool(1);
+  // Only the C locale is installed here, so a translated message cannot be shown; instead the
+  // error's field and its text disagree on purpose, and the field must win.
   absl::StatusOr<GuardedResult> result = pool->Transact([&](pqxx::work& tx) {
-    // Any lc_messages the server offers; with no translations installed this is still C, and
-    // the test then proves only that nothing reads the text.
-    tx.exec("SET lc_messages = 'C'");
-    const std::string insert =
-        "INSERT INTO sites (org_id, name) VALUES ($1[1]::uuid, 'X') RETURNING id";
-    GuardedExec(tx, insert, {org});
-    return absl::StatusOr<GuardedResult>(GuardedExec(tx, insert, {org}));
+    tx.exec(
+        "CREATE FUNCTION pg_temp.raise_mismatch() RETURNS text LANGUAGE plpgsql AS $$ BEGIN "
+        "RAISE EXCEPTION USING ERRCODE = 'unique_violation', CONSTRAINT = 'sites_org_name_uq', "
+        "MESSAGE = 'doppelter Schlüsselwert verletzt Unique-Constraint \"racks_site_name_uq\"'; "
+        "END $$");
+    return absl::StatusOr<GuardedResult>(
+        GuardedExec(tx, "SELECT pg_temp.raise_mismatch()", {}));
   });
   REQUIRE(result.ok());
+  CHECK(result->violated_sqlstate == "23505");
   CHECK(result->violated_constraint == "sites_org_name_uq");
 }
 
