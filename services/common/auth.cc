@@ -74,6 +74,10 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token) {
 
 absl::StatusOr<IssuedToken> CreateToken(DbPool& pool, const std::string& org, Role role,
                                         const std::string& subject, const std::string& label) {
+  if (role == Role::kCustomer && subject.empty()) {
+    // An empty subject would match no customer, or (in a careless query) every one.
+    return InvalidInput("subject", "a customer token needs the customer it speaks for");
+  }
   unsigned char random[32];
   if (RAND_bytes(random, sizeof(random)) != 1) return Internal("no randomness for a token");
   IssuedToken issued;

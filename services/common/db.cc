@@ -114,6 +114,12 @@ void Savepoint::Rollback() {
   tx_.exec("RELEASE SAVEPOINT " + name_);
 }
 
+absl::Status UnexpectedViolation(const std::string& what, const GuardedResult& result) {
+  spdlog::error("writing {} violated unexpected constraint '{}' (sqlstate {})", what,
+                result.violated_constraint, result.violated_sqlstate);
+  return Internal("the " + what + " could not be written");
+}
+
 std::string TextArrayLiteral(const std::vector<std::optional<std::string>>& values) {
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i) {

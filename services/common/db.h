@@ -125,6 +125,10 @@ struct GuardedResult {
 GuardedResult GuardedExec(pqxx::transaction_base& tx, const std::string& stmt,
                           const std::vector<std::optional<std::string>>& args);
 
+// The refusal for a violation no mapping expected: the constraint's name and SQLSTATE are
+// logged, the caller hears only that `what` could not be written (no schema names leave).
+absl::Status UnexpectedViolation(const std::string& what, const GuardedResult& result);
+
 // A text[] literal for the given values (NULL for nullopt).
 std::string TextArrayLiteral(const std::vector<std::optional<std::string>>& values);
 

@@ -169,7 +169,7 @@ absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove
                  "the device already has an open move")
         .Meta("device_id", m.device_id);
   }
-  return Internal(absl::StrCat("move insert refused by ", r.violated_constraint));
+  return UnexpectedViolation("move", r);
 }
 
 void SetMoveHold(pqxx::transaction_base& tx, const std::string& move_id,

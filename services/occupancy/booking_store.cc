@@ -306,9 +306,7 @@ absl::Status ConstraintRejection(pqxx::transaction_base& tx, const Principal& pr
   if (name == kReservationExpires) {
     return InvalidInput("ttl_seconds", "a reservation needs an expiry");
   }
-  spdlog::error("booking write violated unexpected constraint '{}' (SQLSTATE {})", name,
-                result.violated_sqlstate);
-  return Internal("the booking could not be written");
+  return UnexpectedViolation("booking", result);
 }
 
 // The header and every slot in one statement: a violation undoes both (no orphan header).
@@ -495,9 +493,7 @@ absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx, const Pr
           tx.exec_params("SELECT device_id::text FROM bookings WHERE id = $1::uuid", booking_id);
       return DeviceAlreadyPlaced(tx, principal, d.empty() ? "" : Text(d[0][0]));
     }
-    spdlog::error("promote violated unexpected constraint '{}' (SQLSTATE {})",
-                  result.violated_constraint, result.violated_sqlstate);
-    return Internal("the move hold could not be promoted");
+    return UnexpectedViolation("promoted placement", result);
   }
   if (result.affected == 0) {
     absl::StatusOr<v1::Booking> existing = LoadBooking(tx, principal, booking_id);

@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
 
   // 2. The whole range inside this rack's units, inclusive.
   if (low < geometry.first_unit || high > geometry.last_unit()) {
-    return Error(absl::StatusCode::kOutOfRange, v1::OUT_OF_BOUNDS,
+    return Error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
                  absl::StrCat("units U", low, "..U", high, " do not fit in this rack's U",
                               geometry.first_unit, "..U", geometry.last_unit()))
         .Meta("first_unit", std::to_string(low))

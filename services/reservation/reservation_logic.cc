@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/logging.h"
@@ -258,7 +259,7 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
             if (auto existing = Store::FindByKey(tx, org, key, false)) return replay(*existing);
             return Contended(examined, attempts);
           }
-          return Internal("hold refused by constraint " + inserted.violated_constraint);
+          return UnexpectedViolation("hold", inserted);
         }
 
         // 5. Before refusing, the key again: each statement sees what has committed since.
@@ -296,7 +297,7 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
     const v1::Reservation& r = locked->proto;
     Outcome outcome;
     if (r.state() == v1::RESERVATION_CONVERTED) {
-      if (r.service_id() != request.service_id()) {
+      if (!absl::EqualsIgnoreCase(r.service_id(), request.service_id())) {
         return WrongState(r, "it was converted for another service");
       }
       *outcome.response.mutable_reservation() = r;

@@ -367,7 +367,7 @@ absl::StatusOr<v1::ServiceBinding> ReservationStore::WriteBinding(
                    "the machine is already bound to another service")
           .Meta("device_id", device_id);
     }
-    return Internal("binding refused by constraint " + inserted.violated_constraint);
+    return UnexpectedViolation("binding", inserted);
   }
   if (!inserted.returned) return Internal("binding insert returned no id");
   pqxx::row row = tx.exec_params1(

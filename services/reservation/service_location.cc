@@ -8,11 +8,13 @@ namespace dcl::reservation {
 absl::StatusOr<v1::ServiceLocation> FindServiceLocation(DbPool& pool, const Principal& principal,
                                                         const std::string& service_id) {
   if (absl::Status valid = CheckId("service_id", service_id); !valid.ok()) return valid;
-  const std::string customer = principal.role == Role::kCustomer ? principal.subject : "";
+  // A customer sees its own services only: compared always, so an empty subject (which token
+  // creation refuses) matches nothing rather than everything.
+  const bool as_customer = principal.role == Role::kCustomer;
   return pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ServiceLocation> {
     pqxx::result service = tx.exec_params(
-        "SELECT 1 FROM services WHERE id = $1 AND org_id = $2 AND ($3 = '' OR customer = $3)",
-        service_id, principal.org_id, customer);
+        "SELECT 1 FROM services WHERE id = $1 AND org_id = $2 AND (NOT $3 OR customer = $4)",
+        service_id, principal.org_id, as_customer, principal.subject);
     if (service.empty()) return NotFound("service", service_id);
     pqxx::result rows = tx.exec_params(
         "SELECT d.id, b.site_id, b.rack_id, r.name, b.first_unit, b.last_unit, b.front, b.rear "

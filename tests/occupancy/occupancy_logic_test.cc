@@ -194,7 +194,7 @@ TEST_CASE("bad input is INVALID_ARGUMENT or NOT_FOUND and writes nothing") {
   CHECK(f.Place(rack, device, v1::SIDE_UNSPECIFIED, 1).code() ==
         absl::StatusCode::kInvalidArgument);
   absl::Status out_of_bounds = f.Place(rack, device, v1::SIDE_FRONT, 43);
-  CHECK(out_of_bounds.code() == absl::StatusCode::kOutOfRange);
+  CHECK(out_of_bounds.code() == absl::StatusCode::kFailedPrecondition);
   CHECK(DetailOf(out_of_bounds).reason() == v1::OUT_OF_BOUNDS);
 
   v1::BlockUnitsRequest block;

@@ -81,7 +81,7 @@ TEST_CASE("a descending rack refuses a device that would grow past its first uni
   // U0..U2.
   auto plan = Plan(Rack(1, 42, true), {}, Device(F, 2, 3, v1::DEPTH_FULL));
   CHECK(ReasonOfPlan(plan) == v1::OUT_OF_BOUNDS);
-  CHECK(plan.status().code() == absl::StatusCode::kOutOfRange);
+  CHECK(plan.status().code() == absl::StatusCode::kFailedPrecondition);
   // The same device at U42 (the bottom) fits: U40..U42.
   auto bottom = Plan(Rack(1, 42, true), {}, Device(F, 42, 3, v1::DEPTH_HALF));
   REQUIRE(bottom.ok());

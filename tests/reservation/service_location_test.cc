@@ -64,10 +64,15 @@ TEST_CASE("a former customer does not learn where the next customer's machine is
                                    alice_service);
   CHECK(alice.status().code() == absl::StatusCode::kNotFound);
 
-  // Nor may alice ask for bob's service directly.
+  // Nor may alice ask for bob's service directly, nor a customer token without a subject.
   CHECK(FindServiceLocation(*w.pool, PrincipalFor(w.org, Role::kCustomer, "alice"), bob_service)
             .status()
             .code() == absl::StatusCode::kNotFound);
+  CHECK(FindServiceLocation(*w.pool, PrincipalFor(w.org, Role::kCustomer, ""), bob_service)
+            .status()
+            .code() == absl::StatusCode::kNotFound);
+  CHECK(CreateToken(*w.pool, w.org, Role::kCustomer, "", "no subject").status().code() ==
+        absl::StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("a binding that points at another organization's device reveals nothing of it") {
