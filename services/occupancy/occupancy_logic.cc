@@ -203,6 +203,24 @@ absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
                        "this booking holds space for a move in progress; cancel the move instead")
               .Meta("booking_id", req.booking_id());
         }
+        // Enforced here too: the placement a move starts from is the machine's place until the
+        // move ends (the machine may still be bolted in); the move releases it when it
+        // completes. The device row lock orders this check against a concurrent StartMove,
+        // which takes the same lock.
+        if (current->kind() == v1::BOOKING_PLACEMENT) {
+          tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid FOR UPDATE",
+                         current->device_id());
+          pqxx::result open_move = tx.exec_params(
+              "SELECT id::text FROM moves WHERE device_id = $1::uuid "
+              "AND state NOT IN ('completed', 'cancelled', 'failed')",
+              current->device_id());
+          if (!open_move.empty()) {
+            return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                         "the device is being moved; its move releases this placement")
+                .Meta("booking_id", req.booking_id())
+                .Meta("move_id", open_move[0][0].as<std::string>());
+          }
+        }
         return occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
       });
   if (!released.ok()) return released.status();

@@ -324,7 +324,7 @@ TEST_CASE("needs_reconcile settled as found at destination completes by promotio
   CHECK(w.ProcessState(w.device) == "normal");
 }
 
-TEST_CASE("a source placement released by hand during the move does not block completion") {
+TEST_CASE("the source placement cannot be released by hand while its move is open") {
   MoveWorld w;
   absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 7);
   REQUIRE(move.ok());
@@ -334,15 +334,35 @@ TEST_CASE("a source placement released by hand during the move does not block co
   release_hold.set_booking_id(move->move_hold_booking_id());
   v1::Booking unused;
   CHECK(ReasonOf(w.occupancy.ReleaseBooking(w.op, release_hold, &unused)) == v1::WRONG_STATE);
+  // Nor the source placement: the machine may still stand there until the move ends.
   v1::ReleaseBookingRequest release;
   release.set_booking_id(w.source_booking);
   release.set_reason("took it out by hand");
   v1::Booking released;
-  REQUIRE(w.occupancy.ReleaseBooking(w.op, release, &released).ok());
+  absl::Status refused = w.occupancy.ReleaseBooking(w.op, release, &released);
+  CHECK(refused.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(ReasonOf(refused) == v1::MOVE_ALREADY_OPEN);
+  CHECK(ActiveSlots(w, w.source_booking).size() == 4);
   v1::Move done = w.MustAdvance(move->id(), v1::MOVE_COMPLETED);
   CHECK(done.state() == v1::MOVE_COMPLETED);
   CHECK(w.db.Scalar(absl::StrCat("SELECT kind FROM bookings WHERE id = '",
                                  move->move_hold_booking_id(), "'")) == "placement");
+  CHECK(ActiveSlots(w, w.source_booking).empty());  // released by the move, in its transaction
+}
+
+TEST_CASE("once the move is cancelled the source placement can be released by hand") {
+  MoveWorld w;
+  absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 7);
+  REQUIRE(move.ok());
+  v1::CancelMoveRequest cancel;
+  cancel.set_move_id(move->id());
+  v1::Move cancelled;
+  REQUIRE(w.logic.CancelMove(w.op, cancel, &cancelled).ok());
+  v1::ReleaseBookingRequest release;
+  release.set_booking_id(w.source_booking);
+  v1::Booking released;
+  REQUIRE(w.occupancy.ReleaseBooking(w.op, release, &released).ok());
+  CHECK(ActiveSlots(w, w.source_booking).empty());
 }
 
 TEST_CASE("cancelling a planned move releases the destination and keeps the placement") {
