@@ -2,11 +2,14 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +28,20 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 }
 
 namespace {
+
+// Linking grpc++_reflection registers its plugin for every ServerBuilder of the process (a
+// static initializer), so "off" has to take the plugin out of the builder again.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+                                    return plugin->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerConfig& config) {
   if (config.tls_cert_file.empty() && config.tls_key_file.empty()) {
@@ -67,6 +84,7 @@ absl::StatusOr<std::unique_ptr<ServerRuntime>> ServerRuntime::Start(
   if (config.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
+  if (!config.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   builder.AddListeningPort(config.listen_address, *credentials, &runtime->port_);
   builder.SetMaxReceiveMessageSize(config.max_receive_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
