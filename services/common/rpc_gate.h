@@ -1,14 +1,13 @@
 // The one door every RPC of the three services passes through: authenticate the bearer token,
 // check the role against the RPC table, check the datacenter module's switch for the caller's
 // organization, run the handler's logic, log the call, and convert its status to gRPC once.
-// Handlers stay one line: gate_.Run(ctx, Rpc::kReserve, [&](const Principal& p) {...}).
+// Handlers stay one line: gate_.Run(ctx, Rpc::kReserve, *req, [&](const Principal& p) {...}).
 #ifndef DCL_SERVICES_COMMON_RPC_GATE_H_
 #define DCL_SERVICES_COMMON_RPC_GATE_H_
 
 #include <exception>
-#include <utility>
 
-#include <google/protobuf/empty.pb.h>
+#include <google/protobuf/message.h>
 #include <grpcpp/server_context.h>
 
 #include "absl/status/status.h"
@@ -48,12 +47,6 @@ class RpcGate {
     }
     LogCall(rpc, principal.ok() ? &*principal : nullptr, status, absl::Now() - start);
     return ToGrpcStatus(status);
-  }
-
-  // Transitional form without the request (no length limits); handlers move to the form above.
-  template <typename Fn>
-  grpc::Status Run(grpc::ServerContext* ctx, Rpc rpc, Fn&& fn) {
-    return Run(ctx, rpc, google::protobuf::Empty::default_instance(), std::forward<Fn>(fn));
   }
 
   // Authentication, role and module switch, in that order.

@@ -4,37 +4,37 @@ namespace dcl::moves {
 
 grpc::Status MoveServiceImpl::StartMove(grpc::ServerContext* ctx, const v1::StartMoveRequest* req,
                                         v1::Move* resp) {
-  return gate_.Run(ctx, Rpc::kStartMove,
+  return gate_.Run(ctx, Rpc::kStartMove, *req,
                    [&](const Principal& p) { return logic_.StartMove(p, *req, resp); });
 }
 
 grpc::Status MoveServiceImpl::AdvanceMove(grpc::ServerContext* ctx,
                                           const v1::AdvanceMoveRequest* req, v1::Move* resp) {
-  return gate_.Run(ctx, Rpc::kAdvanceMove,
+  return gate_.Run(ctx, Rpc::kAdvanceMove, *req,
                    [&](const Principal& p) { return logic_.AdvanceMove(p, *req, resp); });
 }
 
 grpc::Status MoveServiceImpl::CancelMove(grpc::ServerContext* ctx, const v1::CancelMoveRequest* req,
                                          v1::Move* resp) {
-  return gate_.Run(ctx, Rpc::kCancelMove,
+  return gate_.Run(ctx, Rpc::kCancelMove, *req,
                    [&](const Principal& p) { return logic_.CancelMove(p, *req, resp); });
 }
 
 grpc::Status MoveServiceImpl::GetMove(grpc::ServerContext* ctx, const v1::GetMoveRequest* req,
                                       v1::Move* resp) {
-  return gate_.Run(ctx, Rpc::kGetMove,
+  return gate_.Run(ctx, Rpc::kGetMove, *req,
                    [&](const Principal& p) { return logic_.GetMove(p, *req, resp); });
 }
 
 grpc::Status MoveServiceImpl::ListMoves(grpc::ServerContext* ctx, const v1::ListMovesRequest* req,
                                         v1::ListMovesResponse* resp) {
-  return gate_.Run(ctx, Rpc::kListMoves,
+  return gate_.Run(ctx, Rpc::kListMoves, *req,
                    [&](const Principal& p) { return logic_.ListMoves(p, *req, resp); });
 }
 
 grpc::Status MoveServiceImpl::WatchMove(grpc::ServerContext* ctx, const v1::WatchMoveRequest* req,
                                         grpc::ServerWriter<v1::MoveEvent>* writer) {
-  return gate_.Run(ctx, Rpc::kWatchMove, [&](const Principal& p) {
+  return gate_.Run(ctx, Rpc::kWatchMove, *req, [&](const Principal& p) {
     return logic_.WatchMove(
         p, *req, [&](const v1::MoveEvent& event) { return writer->Write(event); },
         [&] { return ctx->IsCancelled(); });
