@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/db.h"
 #include "services/common/status.h"
+#include "services/common/time_util.h"
 #include "services/moves/move_convert.h"
 
 namespace dcl::moves {
@@ -45,11 +46,6 @@ MoveRecord ReadMove(const pqxx::row& row) {
   return m;
 }
 
-void SetTimestamp(int64_t micros, google::protobuf::Timestamp* ts) {
-  ts->set_seconds(micros / 1000000);
-  ts->set_nanos(static_cast<int32_t>(micros % 1000000) * 1000);
-}
-
 // libpqxx 6.4 has no parameter traits for std::optional: a null `const char*` is SQL NULL.
 const char* NullIfEmpty(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
 const char* OrNull(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
@@ -69,8 +65,8 @@ v1::Move ToProto(const MoveRecord& m) {
   out.set_state(ToProtoState(m.state));
   out.set_preflight_json(m.preflight_json);
   out.set_job_id(m.job_id);
-  SetTimestamp(m.created_at_us, out.mutable_created_at());
-  SetTimestamp(m.updated_at_us, out.mutable_updated_at());
+  SetTimestampFromMicros(m.created_at_us, out.mutable_created_at());
+  SetTimestampFromMicros(m.updated_at_us, out.mutable_updated_at());
   out.set_created_by(m.created_by);
   return out;
 }
@@ -82,7 +78,7 @@ v1::MoveEvent ToProto(const std::string& move_id, const MoveEventRecord& e) {
   out.set_to_state(ToProtoState(e.to_state));
   out.set_note(e.note);
   out.set_actor(e.actor);
-  SetTimestamp(e.at_us, out.mutable_at());
+  SetTimestampFromMicros(e.at_us, out.mutable_at());
   out.set_sequence(e.sequence);
   return out;
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status.h"
+#include "services/common/time_util.h"
 #include "services/common/validation.h"
 
 namespace dcl::occupancy {
@@ -54,17 +55,6 @@ v1::BookingKind ParseKind(const std::string& name) {
   if (name == "move_hold") return v1::BOOKING_MOVE_HOLD;
   if (name == "reservation") return v1::BOOKING_RESERVATION;
   return v1::BOOKING_KIND_UNSPECIFIED;
-}
-
-void SetMicros(int64_t micros, google::protobuf::Timestamp* ts) {
-  int64_t seconds = micros / 1000000;
-  int64_t rest = micros % 1000000;
-  if (rest < 0) {
-    rest += 1000000;
-    --seconds;
-  }
-  ts->set_seconds(seconds);
-  ts->set_nanos(static_cast<int32_t>(rest * 1000));
 }
 
 std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.as<std::string>(); }
@@ -380,9 +370,13 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
   booking.set_created_by(row[3].as<std::string>());
   booking.set_reason(row[4].as<std::string>());
   booking.set_released_by(Text(row[5]));
-  if (!row[6].is_null()) SetMicros(row[6].as<int64_t>(), booking.mutable_expires_at());
-  SetMicros(row[7].as<int64_t>(), booking.mutable_created_at());
-  if (!row[8].is_null()) SetMicros(row[8].as<int64_t>(), booking.mutable_released_at());
+  if (!row[6].is_null()) {
+    SetTimestampFromMicros(row[6].as<int64_t>(), booking.mutable_expires_at());
+  }
+  SetTimestampFromMicros(row[7].as<int64_t>(), booking.mutable_created_at());
+  if (!row[8].is_null()) {
+    SetTimestampFromMicros(row[8].as<int64_t>(), booking.mutable_released_at());
+  }
   pqxx::result slots = tx.exec_params(
       "SELECT side, unit FROM booking_slots WHERE booking_id = $1::uuid "
       "ORDER BY side = 'rear', unit",

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "services/common/status.h"
+#include "services/common/time_util.h"
 
 namespace dcl::reservation {
 
@@ -26,11 +27,6 @@ const std::string& ReservationColumns() {
   return *columns;
 }
 
-void SetTime(int64_t micros, google::protobuf::Timestamp* ts) {
-  ts->set_seconds(micros / 1000000);
-  ts->set_nanos(static_cast<int32_t>((micros % 1000000) * 1000));
-}
-
 ReservationRecord RecordFromRow(const pqxx::row& row) {
   ReservationRecord record;
   v1::Reservation& r = record.proto;
@@ -43,9 +39,9 @@ ReservationRecord RecordFromRow(const pqxx::row& row) {
   r.mutable_criteria()->set_model(row[6].as<std::string>());
   r.mutable_criteria()->set_hardware_profile(row[7].as<std::string>());
   r.set_selection_reason_json(row[8].as<std::string>());
-  SetTime(row[9].as<int64_t>(), r.mutable_created_at());
-  SetTime(row[10].as<int64_t>(), r.mutable_expires_at());
-  if (!row[11].is_null()) SetTime(row[11].as<int64_t>(), r.mutable_ended_at());
+  SetTimestampFromMicros(row[9].as<int64_t>(), r.mutable_created_at());
+  SetTimestampFromMicros(row[10].as<int64_t>(), r.mutable_expires_at());
+  if (!row[11].is_null()) SetTimestampFromMicros(row[11].as<int64_t>(), r.mutable_ended_at());
   r.set_end_reason(row[12].as<std::string>());
   r.set_ended_by(row[13].as<std::string>());
   r.set_service_id(row[14].as<std::string>());
@@ -97,8 +93,8 @@ v1::ServiceBinding BindingFromRow(const pqxx::row& row) {
   b.set_id(row[0].as<std::string>());
   b.set_service_id(row[1].as<std::string>());
   b.set_device_id(row[2].as<std::string>());
-  SetTime(row[3].as<int64_t>(), b.mutable_started_at());
-  if (!row[4].is_null()) SetTime(row[4].as<int64_t>(), b.mutable_ended_at());
+  SetTimestampFromMicros(row[3].as<int64_t>(), b.mutable_started_at());
+  if (!row[4].is_null()) SetTimestampFromMicros(row[4].as<int64_t>(), b.mutable_ended_at());
   return b;
 }
 
