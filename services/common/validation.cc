@@ -77,13 +77,80 @@ size_t LimitFor(const std::string& field_name) {
   return kMaxNameLength;
 }
 
+using google::protobuf::FieldDescriptor;
+
+// One integer value of `field` against its declared range.
+absl::Status CheckInteger(const google::protobuf::Message& message, const FieldDescriptor* field,
+                          const std::string& path, int64_t value) {
+  const IntegerRange* range = FindIntegerRange(message.GetDescriptor()->full_name(), field->name());
+  if (range == nullptr) return InvalidInput(path, "is not accepted by this server");
+  if (value < range->min || value > range->max) {
+    return InvalidInput(path, absl::StrCat("must be between ", range->min, " and ", range->max));
+  }
+  return absl::OkStatus();
+}
+
+int64_t IntegerValue(const google::protobuf::Message& message, const FieldDescriptor* field,
+                     int index) {
+  const google::protobuf::Reflection* r = message.GetReflection();
+  const bool repeated = field->is_repeated();
+  switch (field->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return repeated ? r->GetRepeatedInt32(message, field, index) : r->GetInt32(message, field);
+    case FieldDescriptor::CPPTYPE_INT64:
+      return repeated ? r->GetRepeatedInt64(message, field, index) : r->GetInt64(message, field);
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return repeated ? r->GetRepeatedUInt32(message, field, index) : r->GetUInt32(message, field);
+    case FieldDescriptor::CPPTYPE_UINT64: {
+      const uint64_t v =
+          repeated ? r->GetRepeatedUInt64(message, field, index) : r->GetUInt64(message, field);
+      // Above INT64_MAX is outside every range; saturate instead of wrapping to a negative.
+      return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+    }
+    default:
+      return 0;
+  }
+}
+
+bool IsInteger(const FieldDescriptor* field) {
+  switch (field->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+    case FieldDescriptor::CPPTYPE_INT64:
+    case FieldDescriptor::CPPTYPE_UINT32:
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Status CheckEnum(const FieldDescriptor* field, const std::string& path, int value) {
+  if (field->enum_type()->FindValueByNumber(value) != nullptr) return absl::OkStatus();
+  return InvalidInput(
+      path, absl::StrCat(value, " is not a known ", field->enum_type()->name(), " value"));
+}
+
 absl::Status CheckMessage(const google::protobuf::Message& message, const std::string& prefix) {
   const google::protobuf::Reflection* reflection = message.GetReflection();
-  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  std::vector<const FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);
-  for (const google::protobuf::FieldDescriptor* field : fields) {
+  for (const FieldDescriptor* field : fields) {
     const std::string path = prefix + field->name();
-    if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+    if (IsInteger(field)) {
+      const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+      for (int i = 0; i < count; ++i) {
+        absl::Status status = CheckInteger(message, field, path, IntegerValue(message, field, i));
+        if (!status.ok()) return status;
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_ENUM) {
+      const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+      for (int i = 0; i < count; ++i) {
+        const int value = field->is_repeated() ? reflection->GetRepeatedEnumValue(message, field, i)
+                                               : reflection->GetEnumValue(message, field);
+        absl::Status status = CheckEnum(field, path, value);
+        if (!status.ok()) return status;
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
       const size_t limit = LimitFor(field->name());
       if (field->is_repeated()) {
         for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
@@ -95,7 +162,7 @@ absl::Status CheckMessage(const google::protobuf::Message& message, const std::s
         absl::Status status = CheckText(path, reflection->GetString(message, field), limit, false);
         if (!status.ok()) return status;
       }
-    } else if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
       if (field->is_repeated()) {
         for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
           absl::Status status =
@@ -112,6 +179,13 @@ absl::Status CheckMessage(const google::protobuf::Message& message, const std::s
 }
 
 }  // namespace
+
+const IntegerRange* FindIntegerRange(const std::string& message, const std::string& field) {
+  for (const IntegerRange& range : kIntegerRanges) {
+    if (message == range.message && field == range.field) return &range;
+  }
+  return nullptr;
+}
 
 absl::Status CheckRequestLimits(const google::protobuf::Message& request) {
   return CheckMessage(request, "");

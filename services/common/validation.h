@@ -3,6 +3,7 @@
 #define DCL_SERVICES_COMMON_VALIDATION_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -15,6 +16,46 @@ inline constexpr size_t kMaxKeyLength = 200;
 inline constexpr size_t kMaxNoteLength = 2000;
 inline constexpr size_t kMaxNameLength = 200;
 
+// The largest rack unit number any rack can have: the schema bounds a rack's first unit to
+// 0..900 (racks_first_unit_bounded) and its unit count to 1..100 (racks_unit_count_positive).
+inline constexpr int64_t kMaxRackUnit = 999;
+inline constexpr int64_t kMaxPageSize = 500;
+// A hold longer than a week is not a checkout; the configured maximum may only be lower.
+inline constexpr int64_t kMaxHoldTtlSeconds = 7 * 24 * 3600;
+// A reservation of rack units longer than 90 days is a typo, not a plan.
+inline constexpr int64_t kMaxRackReservationTtlSeconds = 90LL * 24 * 3600;
+
+// The range one integer field of one request message may take, inclusive.
+struct IntegerRange {
+  const char* message;  // full protobuf name, e.g. "dcl.v1.PlaceDeviceRequest"
+  const char* field;
+  int64_t min;
+  int64_t max;
+};
+
+// Every integer field of every request message of the services, in one table: the gate refuses
+// a value outside its range before any handler runs, so no RPC can forget a bound that another
+// RPC checks. An integer field missing here is refused whatever its value (fail closed), and a
+// test holds this table against the services' descriptors. Policy bounds that depend on
+// configuration (Reserve's configured maximum TTL) stay with the logic that owns them.
+inline constexpr IntegerRange kIntegerRanges[] = {
+    {"dcl.v1.ReserveRequest", "ttl_seconds", 1, kMaxHoldTtlSeconds},
+    {"dcl.v1.ListReservationsRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.BookingRequest", "first_unit", 0, kMaxRackUnit},
+    {"dcl.v1.BookingRequest", "last_unit", 0, kMaxRackUnit},
+    {"dcl.v1.PlaceDeviceRequest", "unit", 0, kMaxRackUnit},
+    {"dcl.v1.BlockUnitsRequest", "first_unit", 0, kMaxRackUnit},
+    {"dcl.v1.BlockUnitsRequest", "last_unit", 0, kMaxRackUnit},
+    {"dcl.v1.ReserveUnitsRequest", "first_unit", 0, kMaxRackUnit},
+    {"dcl.v1.ReserveUnitsRequest", "last_unit", 0, kMaxRackUnit},
+    {"dcl.v1.ReserveUnitsRequest", "ttl_seconds", 0, kMaxRackReservationTtlSeconds},
+    {"dcl.v1.StartMoveRequest", "destination_unit", 0, kMaxRackUnit},
+    {"dcl.v1.ListMovesRequest", "page_size", 0, kMaxPageSize},
+};
+
+// The declared range of an integer field, or nullptr when the table has none.
+const IntegerRange* FindIntegerRange(const std::string& message, const std::string& field);
+
 bool IsUuid(const std::string& s);
 
 // A required id: a UUID.
@@ -23,11 +64,12 @@ absl::Status CheckId(const std::string& field, const std::string& value);
 absl::Status CheckText(const std::string& field, const std::string& value, size_t max_length,
                        bool required);
 
-// Length and encoding limits on every string field of a request, applied by the gate before
-// any handler runs, so that no RPC can forget them: fields named *_id or id at most
-// kMaxIdLength, idempotency keys kMaxKeyLength, note/reason kMaxNoteLength, anything else
-// kMaxNameLength; all valid UTF-8 without NUL. Nested messages are checked too. Whether a field
-// is required, or must be a UUID, is the handler's check.
+// The limits on every field of a request, applied by the gate before any handler runs, so that
+// no RPC can forget them. Strings: fields named *_id or id at most kMaxIdLength, idempotency
+// keys kMaxKeyLength, note/reason kMaxNoteLength, anything else kMaxNameLength; all valid UTF-8
+// without NUL. Integers: the range kIntegerRanges declares. Enums: a value the enum defines
+// (proto3 lets a client send any number). Nested messages are checked too. Whether a field is
+// required, or must be a UUID, is the handler's check.
 absl::Status CheckRequestLimits(const google::protobuf::Message& request);
 
 }  // namespace dcl

@@ -1,6 +1,8 @@
 // moves_server: the MoveService on DCL_MOVES_LISTEN (default 127.0.0.1:50053).
+#include <cstdio>
 #include <memory>
 
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "services/common/rpc_gate.h"
 #include "services/common/server.h"
@@ -8,13 +10,28 @@
 #include "services/moves/move_logic.h"
 #include "services/moves/move_service.h"
 
+ABSL_FLAG(int, max_watch_streams, 32,
+          "concurrent WatchMove streams per server (each holds a database connection)");
+ABSL_FLAG(int, max_watch_streams_per_org, 8,
+          "concurrent WatchMove streams per organization on this server");
+
 int main(int argc, char** argv) {
   dcl::BlockTerminationSignals();
   absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_max_watch_streams) < 1 ||
+      absl::GetFlag(FLAGS_max_watch_streams_per_org) < 1) {
+    std::fprintf(
+        stderr, "moves_server: --max_watch_streams and --max_watch_streams_per_org must be >= 1\n");
+    return 2;
+  }
   return dcl::RunServiceMain("moves", "DCL_MOVES_LISTEN", "127.0.0.1:50053", [](dcl::DbPool& pool) {
     dcl::ServiceSet set;
     auto gate = std::make_shared<dcl::RpcGate>(pool);
-    auto logic = std::make_shared<dcl::moves::MoveLogic>(pool);
+    dcl::StreamLimits watch_limits;
+    watch_limits.per_server = absl::GetFlag(FLAGS_max_watch_streams);
+    watch_limits.per_org = absl::GetFlag(FLAGS_max_watch_streams_per_org);
+    auto logic =
+        std::make_shared<dcl::moves::MoveLogic>(pool, absl::Milliseconds(200), watch_limits);
     auto svc = std::make_shared<dcl::moves::MoveServiceImpl>(*gate, *logic);
     set.services.push_back({"dcl.v1.MoveService", svc.get()});
     set.keep_alive = {gate, logic, svc};

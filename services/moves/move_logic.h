@@ -26,17 +26,19 @@
 #include "dcl/v1/moves.pb.h"
 #include "services/common/auth.h"
 #include "services/common/db.h"
+#include "services/common/stream_quota.h"
 
 namespace dcl::moves {
 
 class MoveLogic {
  public:
   // `watch_poll` bounds how long WatchMove waits before it checks for a cancelled client.
-  // `max_watchers` bounds the concurrent WatchMove streams: each holds a database connection of
-  // its own, outside the pool.
+  // `watch_limits` bounds the concurrent WatchMove streams of the server and of each
+  // organization: each stream holds a database connection of its own, outside the pool, and no
+  // tenant may take every stream.
   explicit MoveLogic(DbPool& pool, absl::Duration watch_poll = absl::Milliseconds(200),
-                     int max_watchers = 32)
-      : pool_(pool), watch_poll_(watch_poll), max_watchers_(max_watchers) {}
+                     StreamLimits watch_limits = {})
+      : pool_(pool), watch_poll_(watch_poll), watchers_(watch_limits) {}
   MoveLogic(const MoveLogic&) = delete;
   MoveLogic& operator=(const MoveLogic&) = delete;
 
@@ -50,7 +52,8 @@ class MoveLogic {
   // Replays the move's events from the first, then emits each new one as it is committed, in
   // order; returns OK after emitting a terminal state. Returns CANCELLED when `cancelled()`
   // turns true (checked at least every watch_poll) or `emit` returns false (client gone), and
-  // RESOURCE_EXHAUSTED when max_watchers streams are open already.
+  // RESOURCE_EXHAUSTED when the server's or the caller's organization's streams are at their
+  // limit.
   absl::Status WatchMove(const Principal& p, const v1::WatchMoveRequest& req,
                          const std::function<bool(const v1::MoveEvent&)>& emit,
                          const std::function<bool()>& cancelled);
@@ -58,8 +61,7 @@ class MoveLogic {
  private:
   DbPool& pool_;
   const absl::Duration watch_poll_;
-  const int max_watchers_;
-  std::atomic<int> watchers_{0};
+  StreamQuota watchers_;
 };
 
 }  // namespace dcl::moves

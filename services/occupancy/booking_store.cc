@@ -115,6 +115,11 @@ std::vector<SlotRef> ReadTakenSlots(pqxx::transaction_base& tx, const std::strin
   return taken;
 }
 
+bool UsesDeviceFootprint(const BookingSpec& spec) {
+  return spec.kind == v1::BOOKING_PLACEMENT ||
+         (spec.kind == v1::BOOKING_MOVE_HOLD && !spec.device_id.empty());
+}
+
 absl::Status ValidateSpec(const BookingSpec& spec) {
   if (absl::Status s = CheckId("rack_id", spec.rack_id); !s.ok()) return s;
   switch (spec.kind) {
@@ -135,8 +140,11 @@ absl::Status ValidateSpec(const BookingSpec& spec) {
     default:
       return InvalidInput("kind", "must be placement, blocking, move_hold or reservation");
   }
-  if (spec.side != v1::SIDE_FRONT && spec.side != v1::SIDE_REAR) {
-    return InvalidInput("side", "must be front or rear");
+  const bool side_given = spec.side == v1::SIDE_FRONT || spec.side == v1::SIDE_REAR;
+  const bool range_on_both_sides = spec.both_sides && !UsesDeviceFootprint(spec);
+  if (!side_given && !(range_on_both_sides && spec.side == v1::SIDE_UNSPECIFIED)) {
+    return InvalidInput("side", range_on_both_sides ? "must be front, rear or unspecified"
+                                                    : "must be front or rear");
   }
   if (spec.ttl_seconds < 0 || spec.ttl_seconds > kMaxTtlSeconds) {
     return InvalidInput("ttl_seconds", absl::StrCat("must be between 0 and ", kMaxTtlSeconds));
@@ -144,11 +152,6 @@ absl::Status ValidateSpec(const BookingSpec& spec) {
   // A placement with an expiry is left to the CHECK bookings_placement_never_expires (mapped
   // below); a reservation without one to bookings_reservation_expires.
   return CheckText("reason", spec.reason, kMaxNoteLength, /*required=*/false);
-}
-
-bool UsesDeviceFootprint(const BookingSpec& spec) {
-  return spec.kind == v1::BOOKING_PLACEMENT ||
-         (spec.kind == v1::BOOKING_MOVE_HOLD && !spec.device_id.empty());
 }
 
 // Everything CreateBooking knows before it writes: the rack, the claimed slots (or the
@@ -166,19 +169,15 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
   PlanRequest request;
   request.side = spec.side;
   if (UsesDeviceFootprint(spec)) {
-    // Read without the organization on purpose: the one-placement-per-device index is global,
-    // so a device that is already placed goes on to the insert and collides there, whoever
-    // asks. Another organization's device that is not placed is NOT_FOUND here, before its
-    // dimensions can shape an answer. The composite foreign key bookings_device_fk is the
-    // ownership (and same-site) rule itself, checked at the end of the insert, after the index.
+    // Ownership before revelation: the device is resolved within the caller's organization
+    // before its height or depth can shape any answer, so another organization's device reads
+    // exactly like an unknown one, placed or not. The global one-placement-per-device index and
+    // the composite foreign key bookings_device_fk (ownership and same site) stay the final
+    // boundary at the insert.
     pqxx::result d = tx.exec_params(
-        "SELECT height_units, depth_class, org_id = $2::uuid, EXISTS (SELECT 1 FROM bookings b "
-        "WHERE b.device_id = $1::uuid AND b.kind = 'placement' AND b.released_at IS NULL) "
-        "FROM devices WHERE id = $1::uuid",
+        "SELECT height_units, depth_class FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
         spec.device_id, principal.org_id);
-    if (d.empty() || (!d[0][2].as<bool>() && !d[0][3].as<bool>())) {
-      return NotFound("device", spec.device_id);
-    }
+    if (d.empty()) return NotFound("device", spec.device_id);
     request.device_footprint = true;
     request.anchor_unit = spec.first_unit;
     request.height = d[0][0].as<int>();
@@ -395,6 +394,8 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
   if (!prepared.ok()) return prepared.status();
   if (!prepared->plan.ok()) return Detected(prepared->plan.status(), "planner");
   const std::vector<SlotRef>& claimed = *prepared->plan;
+  // The planner's postcondition, restated where the header is derived from the claim.
+  if (!ClaimIsWithin(prepared->rack.geometry, claimed)) return Internal("empty or stray claim");
 
   bool front = false;
   bool rear = false;

@@ -17,11 +17,11 @@
 // yet) does not block: it is released in the same transaction, with a recorded reason, and the
 // insert is retried. Deadlines are read from the database clock (now()).
 //
-// Every function is scoped by principal.org_id: a rack or booking of another organization is
-// NOT_FOUND, and so is another organization's device unless it is already placed (then the
-// global device index answers DEVICE_ALREADY_PLACED, telling nothing about where). Inputs are
-// validated (INVALID_ARGUMENT) before anything is written. After an error the caller rolls its
-// transaction back (pool.Transact does for any non-OK result), which also undoes a lapsed
+// Every function is scoped by principal.org_id: a rack, booking or device of another
+// organization is NOT_FOUND with the same words as an unknown id, resolved before anything else
+// is read about it (the global indexes and composite foreign keys stay the final boundary).
+// Inputs are validated (INVALID_ARGUMENT) before anything is written. After an error the caller
+// rolls its transaction back (pool.Transact does for any non-OK result), which also undoes a lapsed
 // reservation released on the way.
 #ifndef DCL_SERVICES_OCCUPANCY_BOOKING_STORE_H_
 #define DCL_SERVICES_OCCUPANCY_BOOKING_STORE_H_

@@ -172,7 +172,6 @@ absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnits
 
 absl::Status OccupancyLogic::ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,
                                           v1::Booking* out) {
-  if (req.ttl_seconds() < 0) return InvalidInput("ttl_seconds", "must not be negative");
   BookingSpec spec;
   spec.rack_id = req.rack_id();
   spec.kind = v1::BOOKING_RESERVATION;

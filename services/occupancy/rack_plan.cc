@@ -50,38 +50,64 @@ std::string DescribeSlots(const std::vector<SlotRef>& slots) {
   return out;
 }
 
+namespace {
+
+absl::Status OutOfBounds(const Geometry& geometry, int64_t low, int64_t high) {
+  const std::string units = low == high ? absl::StrCat("unit U", low, " is")
+                                        : absl::StrCat("units U", low, "..U", high, " are");
+  return Error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
+               absl::StrCat(units, " outside this rack's U", geometry.first_unit, "..U",
+                            geometry.last_unit()))
+      .Meta("first_unit", std::to_string(low))
+      .Meta("last_unit", std::to_string(high))
+      .Meta("rack_first_unit", std::to_string(geometry.first_unit))
+      .Meta("rack_last_unit", std::to_string(geometry.last_unit()));
+}
+
+bool Inside(const Geometry& geometry, int64_t unit) {
+  return unit >= geometry.first_unit && unit <= geometry.last_unit();
+}
+
+}  // namespace
+
+bool ClaimIsWithin(const Geometry& geometry, const std::vector<SlotRef>& claimed) {
+  if (claimed.empty()) return false;
+  for (const SlotRef& s : claimed) {
+    if (!Inside(geometry, s.unit)) return false;
+    if (s.side != v1::SIDE_FRONT && (s.side != v1::SIDE_REAR || !geometry.has_rear)) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
                                           const std::vector<SlotRef>& occupied,
                                           const PlanRequest& request) {
-  // Malformed input first: nothing about the rack can be said of a request without a side.
-  if (request.side != v1::SIDE_FRONT && request.side != v1::SIDE_REAR) {
+  // The rack comes from a row the schema's CHECKs admitted; anything else is a bug upstream.
+  if (geometry.first_unit < 0 || geometry.unit_count < 1) {
+    return Internal("rack geometry outside the schema's bounds");
+  }
+  // Malformed input first: nothing about the rack can be said of a request without a side
+  // (a range on both sides needs none).
+  const bool range_on_both_sides = !request.device_footprint && request.both_sides;
+  const bool side_given = request.side == v1::SIDE_FRONT || request.side == v1::SIDE_REAR;
+  if (!side_given && !(range_on_both_sides && request.side == v1::SIDE_UNSPECIFIED)) {
     return InvalidInput("side", "must be front or rear");
   }
-  int low = 0;
-  int high = 0;
+  if (request.device_footprint && request.height < 1) {
+    return InvalidInput("height", "a device is at least 1 unit high");
+  }
+  if (!request.device_footprint && request.first_unit > request.last_unit) {
+    return InvalidInput("last_unit", absl::StrCat("range U", request.first_unit, "..U",
+                                                  request.last_unit, " is inverted"));
+  }
+
   bool front = false;
   bool rear = false;
   if (request.device_footprint) {
-    if (request.height < 1) return InvalidInput("height", "a device is at least 1 unit high");
-    // The device grows physically upward from its lowest unit; in a descending rack "upward"
-    // means towards smaller numbers.
-    if (geometry.descending) {
-      low = request.anchor_unit - request.height + 1;
-      high = request.anchor_unit;
-    } else {
-      low = request.anchor_unit;
-      high = request.anchor_unit + request.height - 1;
-    }
     const bool half = request.depth == v1::DEPTH_HALF;
     front = !half || request.side == v1::SIDE_FRONT;
     rear = !half || request.side == v1::SIDE_REAR;
   } else {
-    if (request.first_unit > request.last_unit) {
-      return InvalidInput("last_unit", absl::StrCat("range U", request.first_unit, "..U",
-                                                    request.last_unit, " is inverted"));
-    }
-    low = request.first_unit;
-    high = request.last_unit;
     front = request.both_sides || request.side == v1::SIDE_FRONT;
     rear = request.both_sides || request.side == v1::SIDE_REAR;
   }
@@ -97,22 +123,35 @@ absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
     rear = false;
   }
 
-  // 2. The whole range inside this rack's units, inclusive.
-  if (low < geometry.first_unit || high > geometry.last_unit()) {
-    return Error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
-                 absl::StrCat("units U", low, "..U", high, " do not fit in this rack's U",
-                              geometry.first_unit, "..U", geometry.last_unit()))
-        .Meta("first_unit", std::to_string(low))
-        .Meta("last_unit", std::to_string(high))
-        .Meta("rack_first_unit", std::to_string(geometry.first_unit))
-        .Meta("rack_last_unit", std::to_string(geometry.last_unit()));
+  // 2. The whole range inside this rack's units, inclusive. Every number a caller sent is
+  //    compared with the rack before anything is computed from it, and the computation is in
+  //    64 bits: no request can wrap a unit number around.
+  int64_t low = 0;
+  int64_t high = 0;
+  if (request.device_footprint) {
+    if (!Inside(geometry, request.anchor_unit)) {
+      return OutOfBounds(geometry, request.anchor_unit, request.anchor_unit);
+    }
+    // The device grows physically upward from its lowest unit; in a descending rack "upward"
+    // means towards smaller numbers.
+    const int64_t extent = static_cast<int64_t>(request.height) - 1;
+    low = geometry.descending ? request.anchor_unit - extent : request.anchor_unit;
+    high = geometry.descending ? request.anchor_unit : request.anchor_unit + extent;
+  } else {
+    low = request.first_unit;
+    high = request.last_unit;
   }
+  if (!Inside(geometry, low) || !Inside(geometry, high)) return OutOfBounds(geometry, low, high);
 
   std::vector<SlotRef> claimed;
   for (v1::Side side : {v1::SIDE_FRONT, v1::SIDE_REAR}) {
     if ((side == v1::SIDE_FRONT && !front) || (side == v1::SIDE_REAR && !rear)) continue;
-    for (int unit = low; unit <= high; ++unit) claimed.push_back({side, unit});
+    for (int64_t unit = low; unit <= high; ++unit) {
+      claimed.push_back({side, static_cast<int>(unit)});
+    }
   }
+  // Postcondition: an accepted plan claims at least one slot, and only slots of this rack.
+  if (!ClaimIsWithin(geometry, claimed)) return Internal("the rack plan left the rack");
 
   // 3. Exactly which claimed slots are taken.
   const std::set<SlotRef> taken(occupied.begin(), occupied.end());

@@ -7,7 +7,9 @@
 //   3. a claimed slot is already taken, with the exact colliding list → UNIT_OCCUPIED
 // Malformed requests (no side, zero height, inverted range) are INVALID_ARGUMENT before any of
 // that. Arithmetic is always against this rack's geometry (first unit, unit count, numbering
-// direction), never against the number 42.
+// direction), never against the number 42. Any int a caller can send is safe: a device's anchor
+// is compared with the rack before its far end is computed, in 64 bits, and an accepted plan
+// is checked to claim at least one slot and only slots inside the rack (ClaimIsWithin).
 //
 // Depth: a half-depth device claims only the side it hangs on; a full-depth device claims front
 // and rear; an unknown depth claims front and rear too (locking the rear costs a slot one might
@@ -33,7 +35,8 @@ struct Geometry {
   int unit_count = 42;
   bool descending = false;  // numbers grow from the top down
   bool has_rear = true;
-  int last_unit() const { return first_unit + unit_count - 1; }
+  // 64 bits: the sum of two ints cannot wrap.
+  int64_t last_unit() const { return int64_t{first_unit} + unit_count - 1; }
 };
 
 struct SlotRef {
@@ -48,7 +51,7 @@ struct SlotRef {
 // physically upward from it (ascending: anchor..anchor+h-1, descending: anchor-h+1..anchor),
 // on `side`, or on both sides unless the device is known to be half depth. Or a plain range
 // (blocking, reservation, a move hold without a device): first_unit..last_unit in rack numbers
-// (first <= last), on `side` or on both sides.
+// (first <= last), on `side` or on both sides (then `side` may be unspecified).
 struct PlanRequest {
   bool device_footprint = false;
   v1::Side side = v1::SIDE_UNSPECIFIED;
@@ -67,6 +70,10 @@ struct PlanRequest {
 absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
                                           const std::vector<SlotRef>& occupied,
                                           const PlanRequest& request);
+
+// True when `claimed` is non-empty and every slot lies inside the rack, on a side it has: the
+// postcondition of every accepted plan.
+bool ClaimIsWithin(const Geometry& geometry, const std::vector<SlotRef>& claimed);
 
 // The readable form of slots: "front U9, front U10".
 std::string DescribeSlots(const std::vector<SlotRef>& slots);

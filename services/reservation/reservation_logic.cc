@@ -30,7 +30,6 @@ using Store = ReservationStore;
   } while (0)
 
 constexpr int kDefaultPageSize = 50;
-constexpr int kMaxPageSize = 500;
 
 // A uniformly random UUID-shaped string: the start of Reserve's walk over the site's devices.
 // Random per call, so concurrent orders start at different places and spread over the pool.
@@ -165,8 +164,7 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
         "ttl_seconds",
         absl::StrCat("must be between 1 and ", options_.max_ttl_seconds, " (unset: the default)"));
   }
-  const int ttl =
-      request.has_ttl_seconds() ? request.ttl_seconds() : options_.default_ttl_seconds;
+  const int ttl = request.has_ttl_seconds() ? request.ttl_seconds() : options_.default_ttl_seconds;
   const Criteria criteria = CriteriaOf(request.criteria());
   const std::string& org = principal.org_id;
   const std::string& key = request.idempotency_key();
@@ -402,9 +400,11 @@ absl::Status ReservationLogic::ListReservations(const Principal& principal,
     state = StateName(request.state());
     if (state.empty()) return InvalidInput("state", "is not a reservation state");
   }
-  if (request.page_size() < 0) return InvalidInput("page_size", "must not be negative");
+  // The gate has checked the range (kIntegerRanges); the clamp keeps direct callers safe too.
   const int page_size =
-      request.page_size() == 0 ? kDefaultPageSize : std::min(request.page_size(), kMaxPageSize);
+      request.page_size() <= 0
+          ? kDefaultPageSize
+          : static_cast<int>(std::min<int64_t>(request.page_size(), kMaxPageSize));
   // The token is "<created_at in microseconds>.<id>" of the previous page's last row.
   std::optional<ListCursor> after;
   if (!request.page_token().empty()) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <thread>
@@ -406,7 +407,11 @@ TEST_CASE("preflight refusals are readable and write nothing") {
   CHECK(ReasonOf(w.Start(w.device, w.rack_b, v1::SIDE_UNSPECIFIED, 5).status()) ==
         v1::INVALID_INPUT);
   CHECK(ReasonOf(w.Start("not-a-uuid", w.rack_b, v1::SIDE_FRONT, 5).status()) == v1::INVALID_INPUT);
-  CHECK(ReasonOf(w.Start(w.device, w.rack_b, v1::SIDE_FRONT, -1).status()) == v1::INVALID_INPUT);
+  // Unit ranges are the gate's (kIntegerRanges, tests/common/request_limits_test); behind it the
+  // planner still refuses a unit outside the rack, whatever the number.
+  CHECK(ReasonOf(w.Start(w.device, w.rack_b, v1::SIDE_FRONT, -1).status()) == v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOf(w.Start(w.device, w.rack_b, v1::SIDE_FRONT, INT32_MAX).status()) ==
+        v1::OUT_OF_BOUNDS);
   w.db.Exec(
       absl::StrCat("UPDATE devices SET process_state = 'in_transit' WHERE id = '", w.device, "'"));
   CHECK(ReasonOf(w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5).status()) == v1::WRONG_STATE);

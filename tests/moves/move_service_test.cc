@@ -231,7 +231,7 @@ TEST_CASE("WatchMove of an unknown move is NOT_FOUND") {
 
 TEST_CASE("watch streams are bounded: one more than the limit is RESOURCE_EXHAUSTED") {
   MoveWorld w;
-  MoveLogic limited(*w.pool, absl::Milliseconds(20), /*max_watchers=*/1);
+  MoveLogic limited(*w.pool, absl::Milliseconds(20), StreamLimits{.per_server = 1, .per_org = 1});
   absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 20);
   REQUIRE(move.ok());
   v1::WatchMoveRequest watch;

@@ -216,7 +216,7 @@ TEST_CASE("the same device placed into two racks at once: one placement, DEVICE_
                    "(SELECT 1 FROM booking_slots x WHERE x.booking_id = b.id)") == 0);
 }
 
-TEST_CASE("a device placed by one organization collides even when another organization tries") {
+TEST_CASE("another organization's device is not found, placed or not, like an unknown id") {
   Site a;
   const std::string org_b = testing::CreateOrg(a.db, "globex");
   const std::string site_b = testing::CreateSite(a.db, org_b, "AMS1");
@@ -232,15 +232,15 @@ TEST_CASE("a device placed by one organization collides even when another organi
   v1::Booking booking;
   REQUIRE(logic.PlaceDevice(a.op, Place(a.rack, placed, v1::SIDE_FRONT, 9), &booking).ok());
 
-  SECTION("the placed device: the global constraint fires, nothing of A's rack is told") {
+  SECTION("the placed device: NOT_FOUND before the device index could speak") {
     absl::Status st = logic.PlaceDevice(op_b, Place(rack_b, placed, v1::SIDE_FRONT, 9), &booking);
     REQUIRE_FALSE(st.ok());
+    CHECK(st.code() == absl::StatusCode::kNotFound);
     const v1::ErrorDetail detail = DetailOf(st);
-    CHECK(detail.reason() == v1::DEVICE_ALREADY_PLACED);
+    CHECK(detail.reason() == v1::NOT_FOUND);
     CHECK(detail.metadata().count("rack_id") == 0);
-    CHECK(detail.metadata().count("rack_name") == 0);
-    CHECK(detail.metadata().count("booking_id") == 0);
     CHECK_THAT(detail.message(), !Catch::Contains("R1"));
+    CHECK(detail.message() == "device " + placed + " not found");
   }
   SECTION("an unplaced device of A: the ownership check refuses it as not found") {
     absl::Status st = logic.PlaceDevice(op_b, Place(rack_b, third, v1::SIDE_FRONT, 9), &booking);

@@ -1,10 +1,13 @@
 // The occupancy service through a real in-process gRPC server with real tokens: a dc-operator
 // places, collides and reads the readable rejection off the wire; other roles are refused.
 #include <catch2/catch.hpp>
+#include <climits>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_replace.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_gate.h"
@@ -127,6 +130,216 @@ TEST_CASE("two gRPC clients placing at front U9 at once: one booking, one UNIT_O
   }
   CHECK(db.Count("SELECT count(*) FROM bookings") == 8);
   CHECK(db.Count("SELECT count(*) FROM booking_slots") == 8 * 2);  // full depth: front + rear
+}
+
+// One organization's occupancy service behind a real in-process server.
+struct OccupancyServer {
+  explicit OccupancyServer(DbPool& pool)
+      : gate(pool),
+        logic(pool),
+        service(gate, logic),
+        server(&pool, {{"dcl.v1.OccupancyService", &service}}),
+        stub(v1::OccupancyService::NewStub(server.Channel())) {}
+  RpcGate gate;
+  OccupancyLogic logic;
+  OccupancyServiceImpl service;
+  testing::InProcessServer server;
+  std::unique_ptr<v1::OccupancyService::Stub> stub;
+};
+
+TEST_CASE(
+    "units at the ends of int32 are INVALID_ARGUMENT naming the field, in every booking "
+    "RPC, and the server keeps serving") {
+  testing::TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "FRA1");
+  const std::string rack = testing::CreateRack(db, org, site);
+  const std::string descending =
+      testing::CreateRack(db, org, site, {.name = "R2", .numbering = "descending"});
+  testing::DeviceSpec two_u;
+  two_u.height_units = 2;
+  const std::string device = testing::CreateDevice(db, org, site, two_u);
+  const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
+  auto pool = db.MakePool(4);
+  OccupancyServer s(*pool);
+
+  auto field_of = [](const grpc::Status& status) {
+    INFO(status.error_message());
+    REQUIRE(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    auto detail = ErrorDetailFromGrpc(status);
+    REQUIRE(detail.has_value());
+    CHECK(detail->reason() == v1::INVALID_INPUT);
+    return detail->metadata().at("field");
+  };
+  for (int32_t unit : {INT32_MAX, INT32_MIN, INT32_MAX - 9, -1, 1000}) {
+    INFO("unit " << unit);
+    for (const std::string& target : {rack, descending}) {
+      v1::Booking booking;
+      v1::PlaceDeviceRequest place;
+      place.set_rack_id(target);
+      place.set_device_id(device);
+      place.set_side(v1::SIDE_FRONT);
+      place.set_unit(unit);
+      CHECK(field_of(s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place,
+                                         &booking)) == "unit");
+      v1::BlockUnitsRequest block;
+      block.set_rack_id(target);
+      block.set_side(v1::SIDE_FRONT);
+      block.set_first_unit(1);
+      block.set_last_unit(unit);
+      CHECK(field_of(s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking)) ==
+            "last_unit");
+      v1::ReserveUnitsRequest reserve;
+      reserve.set_rack_id(target);
+      reserve.set_both_sides(true);
+      reserve.set_first_unit(unit);
+      reserve.set_last_unit(2);
+      CHECK(field_of(s.stub->ReserveUnits(testing::ContextWithToken(token).get(), reserve,
+                                          &booking)) == "first_unit");
+      v1::PlanBookingRequest plan;
+      plan.mutable_booking()->set_rack_id(target);
+      plan.mutable_booking()->set_kind(v1::BOOKING_PLACEMENT);
+      plan.mutable_booking()->set_device_id(device);
+      plan.mutable_booking()->set_side(v1::SIDE_FRONT);
+      plan.mutable_booking()->set_first_unit(unit);
+      v1::PlanBookingResponse planned;
+      CHECK(field_of(s.stub->PlanBooking(testing::ContextWithToken(token).get(), plan, &planned)) ==
+            "booking.first_unit");
+    }
+  }
+  CHECK(db.Count("SELECT count(*) FROM bookings") == 0);
+
+  // Inside the accepted range but outside this rack: a business refusal, not a crash.
+  v1::PlaceDeviceRequest place;
+  place.set_rack_id(rack);
+  place.set_device_id(device);
+  place.set_side(v1::SIDE_FRONT);
+  place.set_unit(999);
+  v1::Booking booking;
+  grpc::Status outside =
+      s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking);
+  CHECK(outside.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(ErrorDetailFromGrpc(outside)->reason() == v1::OUT_OF_BOUNDS);
+  place.set_unit(42);  // the far end of a 2U device is U43
+  outside = s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking);
+  CHECK(ErrorDetailFromGrpc(outside)->reason() == v1::OUT_OF_BOUNDS);
+
+  // And the same server still places.
+  place.set_unit(41);
+  REQUIRE(s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking).ok());
+  CHECK(booking.slots_size() == 4);
+}
+
+TEST_CASE("ReserveUnits and BlockUnits on both sides need no side") {
+  testing::TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "FRA1");
+  const std::string rack = testing::CreateRack(db, org, site);
+  const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
+  auto pool = db.MakePool(4);
+  OccupancyServer s(*pool);
+  v1::ReserveUnitsRequest reserve;
+  reserve.set_rack_id(rack);
+  reserve.set_both_sides(true);
+  reserve.set_first_unit(3);
+  reserve.set_last_unit(4);
+  v1::Booking booking;
+  grpc::Status status =
+      s.stub->ReserveUnits(testing::ContextWithToken(token).get(), reserve, &booking);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  CHECK(booking.slots_size() == 4);
+  v1::BlockUnitsRequest block;
+  block.set_rack_id(rack);
+  block.set_both_sides(true);
+  block.set_first_unit(5);
+  block.set_last_unit(5);
+  REQUIRE(s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking).ok());
+  CHECK(booking.slots_size() == 2);
+  // One side without a side is still refused.
+  block.set_both_sides(false);
+  block.set_first_unit(6);
+  block.set_last_unit(6);
+  grpc::Status no_side =
+      s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking);
+  CHECK(no_side.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_CASE(
+    "another organization's placed device reads exactly like an unknown id in PlaceDevice "
+    "and PlanBooking") {
+  testing::TestDatabase db;
+  const std::string mine = testing::CreateOrg(db, "mine");
+  const std::string theirs = testing::CreateOrg(db, "theirs");
+  const std::string my_site = testing::CreateSite(db, mine, "FRA1");
+  const std::string my_rack = testing::CreateRack(db, mine, my_site);
+  const std::string their_site = testing::CreateSite(db, theirs, "AMS1");
+  const std::string their_rack = testing::CreateRack(db, theirs, their_site);
+  testing::DeviceSpec three_u;
+  three_u.height_units = 3;
+  const std::string placed = testing::CreateDevice(db, theirs, their_site, three_u);
+  const std::string unplaced = testing::CreateDevice(db, theirs, their_site, three_u);
+  const std::string my_token = testing::CreateTokenFor(db, mine, Role::kDcOperator);
+  const std::string their_token = testing::CreateTokenFor(db, theirs, Role::kDcOperator);
+  auto pool = db.MakePool(4);
+  OccupancyServer s(*pool);
+  {
+    v1::PlaceDeviceRequest place;
+    place.set_rack_id(their_rack);
+    place.set_device_id(placed);
+    place.set_side(v1::SIDE_FRONT);
+    place.set_unit(10);
+    v1::Booking booking;
+    REQUIRE(
+        s.stub->PlaceDevice(testing::ContextWithToken(their_token).get(), place, &booking).ok());
+  }
+  const std::string unknown = "6f1c2a3b-0000-4000-8000-00000000beef";
+
+  // The answer with the id replaced by a placeholder: code, message, reason, metadata.
+  auto answer = [&](const std::function<grpc::Status(const std::string&)>& call,
+                    const std::string& id) {
+    grpc::Status status = call(id);
+    std::string text =
+        absl::StrCat(static_cast<int>(status.error_code()), "|", status.error_message());
+    if (auto detail = ErrorDetailFromGrpc(status)) {
+      absl::StrAppend(&text, "|", v1::Reason_Name(detail->reason()));
+      std::map<std::string, std::string> sorted(detail->metadata().begin(),
+                                                detail->metadata().end());
+      for (const auto& [k, v] : sorted) absl::StrAppend(&text, "|", k, "=", v);
+      absl::StrAppend(&text, "|slots=", detail->colliding_slots_size());
+    }
+    return absl::StrReplaceAll(text, {{id, "<id>"}});
+  };
+  const std::function<grpc::Status(const std::string&)> place_device = [&](const std::string& id) {
+    v1::PlaceDeviceRequest place;
+    place.set_rack_id(my_rack);
+    place.set_device_id(id);
+    place.set_side(v1::SIDE_FRONT);
+    place.set_unit(41);  // a 3U device would not fit here: no bounds may be computed from it
+    v1::Booking booking;
+    return s.stub->PlaceDevice(testing::ContextWithToken(my_token).get(), place, &booking);
+  };
+  v1::PlanBookingResponse planned;
+  const std::function<grpc::Status(const std::string&)> plan_booking = [&](const std::string& id) {
+    v1::PlanBookingRequest plan;
+    plan.mutable_booking()->set_rack_id(my_rack);
+    plan.mutable_booking()->set_kind(v1::BOOKING_PLACEMENT);
+    plan.mutable_booking()->set_device_id(id);
+    plan.mutable_booking()->set_side(v1::SIDE_FRONT);
+    plan.mutable_booking()->set_first_unit(5);
+    planned.Clear();
+    return s.stub->PlanBooking(testing::ContextWithToken(my_token).get(), plan, &planned);
+  };
+  for (const auto* call : {&place_device, &plan_booking}) {
+    const std::string for_unknown = answer(*call, unknown);
+    CHECK(for_unknown.rfind(absl::StrCat(static_cast<int>(grpc::StatusCode::NOT_FOUND), "|"), 0) ==
+          0);
+    CHECK(answer(*call, placed) == for_unknown);
+    CHECK(planned.slots_size() == 0);
+    CHECK(answer(*call, unplaced) == for_unknown);
+    CHECK(planned.slots_size() == 0);
+  }
+  CHECK(db.Count("SELECT count(*) FROM bookings") == 1);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "services/occupancy/rack_plan.h"
 
 #include <catch2/catch.hpp>
+#include <climits>
 #include <vector>
 
 #include "services/common/status.h"
@@ -255,6 +256,74 @@ TEST_CASE("every anchor of every height fits exactly when its span is inside the
       }
     }
   }
+}
+
+TEST_CASE("units at the ends of int never wrap: the anchor is checked before the far end") {
+  // An ascending 42U rack and a 2U device at INT_MAX: anchor + height - 1 would overflow int.
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Device(F, INT_MAX, 2, v1::DEPTH_HALF))) ==
+        v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Device(F, INT_MAX - 9, 20, v1::DEPTH_FULL))) ==
+        v1::OUT_OF_BOUNDS);
+  // A descending rack and INT_MIN: anchor - height + 1 would overflow the other way.
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42, true), {}, Device(F, INT_MIN, 2, v1::DEPTH_HALF))) ==
+        v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOfPlan(Plan(Rack(0, 100, true), {}, Device(R, INT_MIN, INT_MAX, v1::DEPTH_FULL))) ==
+        v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Device(F, 42, INT_MAX, v1::DEPTH_UNKNOWN))) ==
+        v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Range(F, INT_MIN, INT_MAX, true))) == v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Range(F, INT_MAX, INT_MAX))) == v1::OUT_OF_BOUNDS);
+  CHECK(ReasonOfPlan(Plan(Rack(1, 42), {}, Range(F, INT_MIN, INT_MIN))) == v1::OUT_OF_BOUNDS);
+  // A rack at the edge of int itself: its last unit is computed in 64 bits.
+  CHECK(Rack(INT_MAX, 100).last_unit() == int64_t{INT_MAX} + 99);
+}
+
+TEST_CASE("the out-of-bounds answer names the anchor alone when the anchor is outside") {
+  auto plan = Plan(Rack(1, 42), {}, Device(F, 43, 2, v1::DEPTH_FULL));
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.status().message() == "unit U43 is outside this rack's U1..U42");
+  auto far_end = Plan(Rack(1, 42), {}, Device(F, 42, 2, v1::DEPTH_FULL));
+  REQUIRE_FALSE(far_end.ok());
+  CHECK(far_end.status().message() == "units U42..U43 are outside this rack's U1..U42");
+}
+
+TEST_CASE("an accepted plan claims at least one slot and only slots inside the rack") {
+  for (int first : {0, 1, 2}) {
+    for (bool descending : {false, true}) {
+      for (bool has_rear : {false, true}) {
+        const Geometry g = Rack(first, 6, descending, has_rear);
+        for (int a = -3; a <= 12; ++a) {
+          for (int b = a; b <= 12; ++b) {
+            for (bool both : {false, true}) {
+              auto plan = Plan(g, {}, Range(F, a, b, both));
+              if (plan.ok()) CHECK(ClaimIsWithin(g, *plan));
+            }
+            auto device = Plan(g, {}, Device(F, a, b - a + 1, v1::DEPTH_UNKNOWN));
+            if (device.ok()) CHECK(ClaimIsWithin(g, *device));
+          }
+        }
+      }
+    }
+  }
+  CHECK_FALSE(ClaimIsWithin(Rack(1, 42), {}));
+  CHECK_FALSE(ClaimIsWithin(Rack(1, 42), {{F, 43}}));
+  CHECK_FALSE(ClaimIsWithin(Rack(1, 42), {{F, 0}}));
+  CHECK_FALSE(ClaimIsWithin(Rack(1, 42, false, false), {{R, 5}}));
+  CHECK_FALSE(ClaimIsWithin(Rack(1, 42), {{v1::SIDE_UNSPECIFIED, 5}}));
+  CHECK(ClaimIsWithin(Rack(1, 42), {{F, 1}, {R, 42}}));
+}
+
+TEST_CASE("a range on both sides needs no side; a device always does") {
+  auto both = Plan(Rack(1, 42), {}, Range(v1::SIDE_UNSPECIFIED, 3, 4, true));
+  REQUIRE(both.ok());
+  CHECK(*both == Slots{{F, 3}, {F, 4}, {R, 3}, {R, 4}});
+  auto open_frame = Plan(Rack(1, 42, false, false), {}, Range(v1::SIDE_UNSPECIFIED, 3, 3, true));
+  REQUIRE(open_frame.ok());
+  CHECK(*open_frame == Slots{{F, 3}});
+  auto device = Plan(Rack(1, 42), {}, Device(v1::SIDE_UNSPECIFIED, 3, 1, v1::DEPTH_FULL));
+  CHECK(device.status().code() == absl::StatusCode::kInvalidArgument);
+  auto unknown_side = Plan(Rack(1, 42), {}, Range(static_cast<v1::Side>(7), 3, 4, true));
+  CHECK(unknown_side.status().code() == absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
