@@ -113,13 +113,15 @@ def check_rules(docs):
                 secret = volume.get("secret", {}).get("secretName")
                 if secret and secret not in secrets and secret not in OPERATOR_SECRETS:
                     fail(obj, f"volume {mount['name']}: no Secret {secret} in the manifests")
-            # moves (LISTEN) and migrate (session advisory lock) must not use the pooler.
-            needs_session = obj["metadata"]["name"] in ("dcl-moves", "dcl-migrate")
-            for env in c.get("env", []):
-                if env["name"] == "DCL_DATABASE_URL" and needs_session:
-                    key = env.get("valueFrom", {}).get("secretKeyRef", {}).get("key")
-                    if key != "direct-url":
-                        fail(obj, "DCL_DATABASE_URL must be the direct URL, not the pooler")
+            # Sessions the pooler cannot keep: migrate's advisory lock (its whole URL) and the
+            # moves server's LISTEN (its watch URL, which it must have).
+            name = obj["metadata"]["name"]
+            session_vars = {"dcl-migrate": "DCL_DATABASE_URL",
+                            "dcl-moves": "DCL_WATCH_DATABASE_URL"}.get(name)
+            env_keys = {e["name"]: e.get("valueFrom", {}).get("secretKeyRef", {}).get("key")
+                        for e in c.get("env", [])}
+            if session_vars and env_keys.get(session_vars) != "direct-url":
+                fail(obj, f"{session_vars} must be the direct URL, not the pooler")
 
     for name, port in SERVER_PORTS.items():
         deployment = next((d for d in deployments if d["metadata"]["name"] == name), None)

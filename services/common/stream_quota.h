@@ -13,9 +13,11 @@
 
 namespace dcl {
 
+// Each open WatchMove stream holds a server thread (the synchronous gRPC API), no database
+// connection: the defaults are sized for threads.
 struct StreamLimits {
-  int per_server = 32;
-  int per_org = 8;
+  int per_server = 4096;
+  int per_org = 1024;
 };
 
 class StreamQuota {

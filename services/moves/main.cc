@@ -10,10 +10,16 @@
 #include "services/moves/move_logic.h"
 #include "services/moves/move_service.h"
 
-ABSL_FLAG(int, max_watch_streams, 32,
-          "concurrent WatchMove streams per server (each holds a database connection)");
-ABSL_FLAG(int, max_watch_streams_per_org, 8,
+ABSL_FLAG(int, max_watch_streams, 4096,
+          "concurrent WatchMove streams per server (they share one listener; each holds a "
+          "server thread)");
+ABSL_FLAG(int, max_watch_streams_per_org, 1024,
           "concurrent WatchMove streams per organization on this server");
+
+ABSL_FLAG(std::string, watch_database_url, "",
+          "PostgreSQL connection string for WatchMove's LISTEN connection, which must reach the "
+          "server directly, not through a transaction pooler (default: $DCL_WATCH_DATABASE_URL, "
+          "else --database_url)");
 
 int main(int argc, char** argv) {
   dcl::BlockTerminationSignals();
@@ -30,8 +36,9 @@ int main(int argc, char** argv) {
     dcl::StreamLimits watch_limits;
     watch_limits.per_server = absl::GetFlag(FLAGS_max_watch_streams);
     watch_limits.per_org = absl::GetFlag(FLAGS_max_watch_streams_per_org);
-    auto logic =
-        std::make_shared<dcl::moves::MoveLogic>(pool, absl::Milliseconds(200), watch_limits);
+    auto logic = std::make_shared<dcl::moves::MoveLogic>(
+        pool, absl::Milliseconds(200), watch_limits,
+        dcl::FlagOrEnv(absl::GetFlag(FLAGS_watch_database_url), "DCL_WATCH_DATABASE_URL", ""));
     auto svc = std::make_shared<dcl::moves::MoveServiceImpl>(*gate, *logic);
     set.services.push_back({"dcl.v1.MoveService", svc.get()});
     set.keep_alive = {gate, logic, svc};

@@ -25,9 +25,8 @@ namespace dcl::moves {
 namespace {
 
 constexpr int kDefaultPageSize = 50;
-// Without any notification, the watcher re-reads the events this often anyway: a listener
-// connection that silently stopped receiving still makes progress.
-constexpr absl::Duration kWatchResync = absl::Seconds(5);
+// How long a new watch waits for the hub's listener to be connected.
+constexpr absl::Duration kWatchSubscribeTimeout = absl::Seconds(5);
 
 // Where a booking's slots are: one side when it claims one, "" when it claims both; the unit
 // range lowest number first.
@@ -396,50 +395,74 @@ absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest
                                   const std::function<bool(const v1::MoveEvent&)>& emit,
                                   const std::function<bool()>& cancelled) {
   if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
-  // Each stream holds a connection of its own: bounded per server, so watchers cannot starve
-  // the database, and per organization, so one tenant cannot take every stream. The answer
-  // depends on the caller's own streams only, never on the move named.
+  // Bounded per server and per organization, so one tenant cannot take every stream. The
+  // answer depends on the caller's own streams only, never on the move named.
   absl::StatusOr<StreamQuota::Ticket> ticket = watchers_.Acquire(p.org_id);
   if (!ticket.ok()) return ticket.status();
-  // Subscribe before the first read: whatever commits after it is either read below or
-  // announced to this listener.
-  absl::StatusOr<std::unique_ptr<MoveEventListener>> listener =
-      MoveEventListener::Open(pool_.options().url, req.move_id());
-  if (!listener.ok()) return listener.status();
 
-  // Reads the events after `last` on the listener's own connection.
+  // The move's events after `last`, read through the pool in a short transaction: the stream
+  // holds no database connection between reads.
   auto read = [&](int64_t last) -> absl::StatusOr<std::vector<MoveEventRecord>> {
-    try {
-      pqxx::read_transaction tx((*listener)->conn());
+    return pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<std::vector<MoveEventRecord>> {
       absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, req.move_id(), false);
       if (!m.ok()) return m.status();
-      std::vector<MoveEventRecord> events = EventsAfter(tx, p.org_id, req.move_id(), last);
-      tx.commit();
-      return events;
-    } catch (const std::exception& e) {
-      return DbErrorToStatus(e);
-    }
+      return EventsAfter(tx, p.org_id, req.move_id(), last);
+    });
   };
+  // Ownership first: nothing is subscribed for a move the caller cannot see.
+  absl::Status owned = pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    return LoadMove(tx, p.org_id, req.move_id(), false).status();
+  });
+  if (!owned.ok()) return owned;
+  // Subscribed before the history is read: whatever commits afterwards is either in that read
+  // or delivered by the hub (duplicates are dropped by sequence).
+  absl::StatusOr<std::unique_ptr<MoveEventHub::Subscription>> subscription =
+      Hub().Subscribe(req.move_id(), p.org_id, kWatchSubscribeTimeout);
+  if (!subscription.ok()) return subscription.status();
 
   int64_t last = 0;
-  absl::Time last_read = absl::InfinitePast();
-  bool due = true;  // read now: the first read replays the history
+  // Emits `event` unless already delivered; true when the stream is done (terminal state).
+  auto deliver = [&](const MoveEventRecord& event, bool* done) -> absl::Status {
+    if (event.sequence <= last) return absl::OkStatus();
+    if (!emit(ToProto(req.move_id(), event))) return Cancelled("the client went away");
+    last = event.sequence;
+    *done = IsTerminal(event.to_state);
+    return absl::OkStatus();
+  };
+  bool due = true;  // read the table now: the first read replays the history
   while (true) {
     if (due) {
       absl::StatusOr<std::vector<MoveEventRecord>> events = read(last);
       if (!events.ok()) return events.status();
-      last_read = absl::Now();
       for (const MoveEventRecord& event : *events) {
-        if (!emit(ToProto(req.move_id(), event))) return Cancelled("the client went away");
-        last = event.sequence;
-        if (IsTerminal(event.to_state)) return absl::OkStatus();
+        bool done = false;
+        if (absl::Status s = deliver(event, &done); !s.ok()) return s;
+        if (done) return absl::OkStatus();
       }
+      due = false;
     }
     if (cancelled()) return Cancelled("the client cancelled the watch");
-    absl::StatusOr<bool> notified = (*listener)->Wait(watch_poll_);
-    if (!notified.ok()) return notified.status();
-    due = *notified || absl::Now() - last_read >= kWatchResync;
+    MoveEventHub::Delivery delivery = (*subscription)->Wait(watch_poll_);
+    due = delivery.resync;
+    for (const MoveEventRecord& event : delivery.events) {
+      if (event.sequence > last + 1) {
+        due = true;  // a gap: the table has what the hub did not hand over
+        break;
+      }
+      bool done = false;
+      if (absl::Status s = deliver(event, &done); !s.ok()) return s;
+      if (done) return absl::OkStatus();
+    }
   }
 }
+
+MoveEventHub& MoveLogic::Hub() {
+  std::call_once(hub_once_, [this] {
+    hub_ = std::make_unique<MoveEventHub>(watch_url_.empty() ? pool_.options().url : watch_url_);
+  });
+  return *hub_;
+}
+
+int MoveLogic::open_watch_streams() const { return watchers_.open(); }
 
 }  // namespace dcl::moves

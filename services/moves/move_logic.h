@@ -27,6 +27,7 @@
 #include "services/common/auth.h"
 #include "services/common/db.h"
 #include "services/common/stream_quota.h"
+#include "services/moves/move_watch.h"
 
 namespace dcl::moves {
 
@@ -34,11 +35,16 @@ class MoveLogic {
  public:
   // `watch_poll` bounds how long WatchMove waits before it checks for a cancelled client.
   // `watch_limits` bounds the concurrent WatchMove streams of the server and of each
-  // organization: each stream holds a database connection of its own, outside the pool, and no
-  // tenant may take every stream.
+  // organization, so no tenant takes every stream. Streams hold no database connection: one
+  // hub per MoveLogic listens for all of them (move_watch.h), connecting to `watch_url` (empty:
+  // the pool's URL; it must reach PostgreSQL directly, LISTEN does not pass a transaction
+  // pooler).
   explicit MoveLogic(DbPool& pool, absl::Duration watch_poll = absl::Milliseconds(200),
-                     StreamLimits watch_limits = {})
-      : pool_(pool), watch_poll_(watch_poll), watchers_(watch_limits) {}
+                     StreamLimits watch_limits = {}, std::string watch_url = "")
+      : pool_(pool),
+        watch_poll_(watch_poll),
+        watchers_(watch_limits),
+        watch_url_(std::move(watch_url)) {}
   MoveLogic(const MoveLogic&) = delete;
   MoveLogic& operator=(const MoveLogic&) = delete;
 
@@ -50,18 +56,26 @@ class MoveLogic {
                          v1::ListMovesResponse* out);
 
   // Replays the move's events from the first, then emits each new one as it is committed, in
-  // order; returns OK after emitting a terminal state. Returns CANCELLED when `cancelled()`
-  // turns true (checked at least every watch_poll) or `emit` returns false (client gone), and
-  // RESOURCE_EXHAUSTED when the server's or the caller's organization's streams are at their
-  // limit.
+  // order, exactly once; returns OK after emitting a terminal state. Returns CANCELLED when
+  // `cancelled()` turns true (checked at least every watch_poll) or `emit` returns false (client
+  // gone), and RESOURCE_EXHAUSTED when the server's or the caller's organization's streams are at
+  // their limit.
   absl::Status WatchMove(const Principal& p, const v1::WatchMoveRequest& req,
                          const std::function<bool(const v1::MoveEvent&)>& emit,
                          const std::function<bool()>& cancelled);
 
+  // Streams open right now (for tests and metrics).
+  int open_watch_streams() const;
+
  private:
   DbPool& pool_;
   const absl::Duration watch_poll_;
+  MoveEventHub& Hub();
+
   StreamQuota watchers_;
+  const std::string watch_url_;
+  std::once_flag hub_once_;
+  std::unique_ptr<MoveEventHub> hub_;  // created on the first watch
 };
 
 }  // namespace dcl::moves

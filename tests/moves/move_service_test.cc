@@ -59,9 +59,11 @@ int64_t WatcherConnections(const MoveWorld& w) {
                     kWatcherApplicationName + "'");
 }
 
-bool WaitForNoWatchers(const MoveWorld& w) {
+// Every stream has ended, and the hub holds no more than its two connections: streams hold
+// none of their own.
+bool WaitForNoWatchers(const MoveWorld& w, const MoveLogic& logic) {
   for (int i = 0; i < 100; ++i) {
-    if (WatcherConnections(w) == 0) return true;
+    if (logic.open_watch_streams() == 0 && WatcherConnections(w) <= 2) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
@@ -106,7 +108,7 @@ TEST_CASE(
   // The history first: the event that created the move.
   ReadNext(*reader, &event);
   events.push_back(event);
-  REQUIRE(WatcherConnections(w) == 1);
+  REQUIRE(WatcherConnections(w) == 2);  // the hub's listener and reader, not the stream's
 
   const std::vector<v1::MoveState> path = {v1::MOVE_APPROVED, v1::MOVE_IN_PROGRESS,
                                            v1::MOVE_AWAITING_VERIFICATION, v1::MOVE_COMPLETED};
@@ -137,7 +139,7 @@ TEST_CASE(
     CHECK(!events[i].actor().empty());
     previous = events[i].to_state();
   }
-  CHECK(WaitForNoWatchers(w));
+  CHECK(WaitForNoWatchers(w, w.logic));
 }
 
 TEST_CASE("a change made through one replica reaches a watcher on another") {
@@ -187,13 +189,13 @@ TEST_CASE("WatchMove ends cleanly when the client cancels") {
   auto reader = stub->WatchMove(ctx.get(), watch);
   v1::MoveEvent event;
   ReadNext(*reader, &event);
-  REQUIRE(WatcherConnections(w) == 1);
+  REQUIRE(w.logic.open_watch_streams() == 1);
   ctx->TryCancel();
   while (reader->Read(&event)) {
   }
   CHECK(reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
-  // The server side noticed and closed its listener connection.
-  CHECK(WaitForNoWatchers(w));
+  // The server side noticed and ended the stream.
+  CHECK(WaitForNoWatchers(w, w.logic));
   // The move itself is untouched and can still be advanced.
   CHECK(AdvanceOverGrpc(s, move.id(), v1::MOVE_APPROVED).ok());
 }
@@ -226,7 +228,7 @@ TEST_CASE("WatchMove of an unknown move is NOT_FOUND") {
   v1::MoveEvent event;
   CHECK_FALSE(reader->Read(&event));
   CHECK(reader->Finish().error_code() == grpc::StatusCode::NOT_FOUND);
-  CHECK(WaitForNoWatchers(w));
+  CHECK(WaitForNoWatchers(w, w.logic));
 }
 
 TEST_CASE("watch streams are bounded: one more than the limit is RESOURCE_EXHAUSTED") {
@@ -263,7 +265,7 @@ TEST_CASE("watch streams are bounded: one more than the limit is RESOURCE_EXHAUS
               w.op, watch, [&](const v1::MoveEvent&) { return ++events > 0; }, [] { return false; })
           .ok());
   CHECK(events == 2);
-  CHECK(WaitForNoWatchers(w));
+  CHECK(WaitForNoWatchers(w, limited));
 }
 
 TEST_CASE("an invalid transition over gRPC carries INVALID_TRANSITION and the allowed targets") {
@@ -296,6 +298,100 @@ TEST_CASE("only dc-operators may call MoveService") {
   auto ctx = ContextWithToken(commerce);
   CHECK(s.Stub()->GetMove(ctx.get(), req, &out).error_code() ==
         grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_CASE(
+    "two hundred streams on ten moves share the hub's two connections and each receives "
+    "every event of its move once, in order") {
+  MoveWorld w;
+  constexpr int kMoves = 10;
+  constexpr int kWatchersPerMove = 20;
+  MoveLogic watching(
+      *w.pool, absl::Milliseconds(50),
+      StreamLimits{.per_server = kMoves * kWatchersPerMove, .per_org = kMoves * kWatchersPerMove});
+  std::vector<std::string> moves;
+  for (int i = 0; i < kMoves; ++i) {
+    const std::string device = testing::CreateDevice(w.db, w.org, w.site);
+    w.Place(device, w.rack_a, v1::SIDE_FRONT, 20 + i);
+    absl::StatusOr<v1::Move> move = w.Start(device, w.rack_b, v1::SIDE_FRONT, 20 + i);
+    REQUIRE(move.ok());
+    moves.push_back(move->id());
+  }
+  // Catch2's assertions are not thread-safe: each watcher records, the test checks afterwards.
+  std::vector<std::vector<int64_t>> sequences(kMoves * kWatchersPerMove);
+  std::vector<absl::Status> ends(kMoves * kWatchersPerMove);
+  std::atomic<int> started{0};
+  std::vector<std::thread> watchers;
+  for (int i = 0; i < kMoves * kWatchersPerMove; ++i) {
+    watchers.emplace_back([&, i] {
+      v1::WatchMoveRequest watch;
+      watch.set_move_id(moves[i % kMoves]);
+      bool counted = false;
+      ends[i] = watching.WatchMove(
+          w.op, watch,
+          [&](const v1::MoveEvent& event) {
+            sequences[i].push_back(event.sequence());
+            if (!counted) ++started;
+            counted = true;
+            return true;
+          },
+          [] { return false; });
+    });
+  }
+  for (int i = 0; i < 500 && started.load() < kMoves * kWatchersPerMove; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(started.load() == kMoves * kWatchersPerMove);
+  CHECK(watching.open_watch_streams() == kMoves * kWatchersPerMove);
+  CHECK(WatcherConnections(w) == 2);
+  for (v1::MoveState target : {v1::MOVE_APPROVED, v1::MOVE_IN_PROGRESS,
+                               v1::MOVE_AWAITING_VERIFICATION, v1::MOVE_COMPLETED}) {
+    for (const std::string& move : moves) REQUIRE(w.Advance(move, target).ok());
+  }
+  for (std::thread& t : watchers) t.join();
+  const std::vector<int64_t> all = {1, 2, 3, 4, 5};
+  for (size_t i = 0; i < watchers.size(); ++i) {
+    INFO("watcher " << i);
+    CHECK(ends[i].ok());
+    CHECK(sequences[i] == all);
+  }
+  CHECK(WaitForNoWatchers(w, watching));
+}
+
+TEST_CASE(
+    "a watcher keeps receiving after the hub's connections are killed: the hub reconnects "
+    "and every subscriber re-reads") {
+  MoveWorld w;
+  absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 20);
+  REQUIRE(move.ok());
+  v1::WatchMoveRequest watch;
+  watch.set_move_id(move->id());
+  std::vector<int64_t> sequences;  // written by the watcher thread, read after join
+  std::atomic<int> seen{0};
+  absl::Status end;
+  std::thread watcher([&] {
+    end = w.logic.WatchMove(
+        w.op, watch,
+        [&](const v1::MoveEvent& event) {
+          sequences.push_back(event.sequence());
+          ++seen;
+          return true;
+        },
+        [] { return false; });
+  });
+  for (int i = 0; i < 200 && seen.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(seen.load() == 1);
+  CHECK(w.db.Count(std::string("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                               "WHERE datname = current_database() AND application_name = '") +
+                   kWatcherApplicationName + "'") == 2);
+  // Committed while the hub is disconnected: its notification is lost, the resync finds it.
+  REQUIRE(w.Advance(move->id(), v1::MOVE_APPROVED).ok());
+  REQUIRE(w.Advance(move->id(), v1::MOVE_CANCELLED).ok());
+  watcher.join();
+  CHECK(end.ok());
+  CHECK(sequences == std::vector<int64_t>{1, 2, 3});
 }
 
 }  // namespace
