@@ -112,6 +112,11 @@ std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) 
   return WEXITSTATUS(wait_status_);
 }
 
+std::optional<int> ChildProcess::TerminatingSignal() {
+  if (Running() || !WIFSIGNALED(wait_status_)) return std::nullopt;
+  return WTERMSIG(wait_status_);
+}
+
 std::string ChildProcess::Log() const {
   std::ifstream in(log_path_);
   std::stringstream out;

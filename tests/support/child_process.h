@@ -34,6 +34,9 @@ class ChildProcess {
   // The exit status once the process exited normally within `timeout`; nullopt when it still
   // runs or was ended by a signal.
   std::optional<int> WaitForExit(std::chrono::milliseconds timeout);
+  // The signal that ended the process (e.g. SIGSEGV), once it has exited by one; nullopt while
+  // it runs or when it exited normally.
+  std::optional<int> TerminatingSignal();
   // Everything the process logged so far (stdout and stderr).
   std::string Log() const;
 
