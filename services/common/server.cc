@@ -1,18 +1,19 @@
 #include "services/common/server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/impl/server_builder_option.h>
-#include <grpcpp/impl/server_builder_plugin.h>
-#include <spdlog/spdlog.h>
-
 #include "absl/strings/str_cat.h"
+#include "services/common/grpc_status.h"
 #include "services/common/status.h"
 
 namespace dcl {
@@ -28,6 +29,52 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 }
 
 namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+// A request the gRPC runtime cannot parse (invalid UTF-8 in a proto3 string field, truncated
+// bytes) is answered by the runtime itself, before any handler or the gate runs: INTERNAL with
+// no message and no details. It is bad input, and the caller is told so: INVALID_ARGUMENT /
+// INVALID_INPUT with the usual details. Nothing was read or written.
+class UnparsableRequestInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit UnparsableRequestInterceptor(grpc::experimental::ServerRpcInfo* info) : info_(info) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    // The runtime hands interceptors no message when deserialization failed.
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
+        methods->GetRecvMessage() == nullptr && !received_) {
+      unparsable_ = true;
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      received_ = true;
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS) &&
+        unparsable_ && methods->GetSendStatus().error_code() == grpc::StatusCode::INTERNAL) {
+      methods->ModifySendStatus(
+          ToGrpcStatus(InvalidInput("request",
+                                    "cannot be parsed: a string field is not valid UTF-8, or the "
+                                    "message is malformed")));
+      spdlog::info("rpc={} org=- role=- code=INVALID_ARGUMENT reason=INVALID_INPUT unparsable",
+                   info_->method());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  grpc::experimental::ServerRpcInfo* const info_;
+  bool received_ = false;
+  bool unparsable_ = false;
+};
+
+class UnparsableRequestInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new UnparsableRequestInterceptor(info);
+  }
+};
 
 // Linking grpc++_reflection registers its plugin for every ServerBuilder of the process (a
 // static initializer), so "off" has to take the plugin out of the builder again.
@@ -63,8 +110,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
     absl::StatusOr<std::string> ca = ReadFileToString(config.tls_client_ca_file);
     if (!ca.ok()) return ca.status();
     options.pem_root_certs = *ca;
-    options.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(options);
 }
@@ -91,6 +137,9 @@ absl::StatusOr<std::unique_ptr<ServerRuntime>> ServerRuntime::Start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<UnparsableRequestInterceptorFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   runtime->service_names_.push_back("");  // "" is the server as a whole
   for (const NamedService& named : services) {
     builder.RegisterService(named.service);

@@ -541,7 +541,14 @@ absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Princi
     pqxx::result own = tx.exec_params(
         "SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid AND site_id = $3::uuid",
         spec.device_id, principal.org_id, prepared->rack.site_id);
-    if (own.empty()) return DeviceNotUsable(tx, principal, spec.device_id);
+    if (own.empty()) {
+      // Another organization's device (or none) is NOT_FOUND, the status itself; the caller's
+      // own device at another site is this booking's refusal, inside the answer.
+      absl::Status refusal = DeviceNotUsable(tx, principal, spec.device_id);
+      if (refusal.code() == absl::StatusCode::kNotFound) return refusal;
+      outcome.rejection = refusal;
+      return outcome;
+    }
   }
   if (spec.kind == v1::BOOKING_RESERVATION && spec.ttl_seconds <= 0) {
     return InvalidInput("ttl_seconds", "a reservation needs an expiry");

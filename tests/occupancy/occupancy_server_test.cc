@@ -342,5 +342,31 @@ TEST_CASE(
   CHECK(db.Count("SELECT count(*) FROM bookings") == 1);
 }
 
+TEST_CASE(
+    "a request the runtime cannot parse (invalid UTF-8 in a string) is INVALID_ARGUMENT, "
+    "not INTERNAL") {
+  testing::TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "FRA1");
+  const std::string rack = testing::CreateRack(db, org, site);
+  const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
+  auto pool = db.MakePool(4);
+  OccupancyServer s(*pool);
+  v1::BlockUnitsRequest block;
+  block.set_rack_id(rack);
+  block.set_side(v1::SIDE_FRONT);
+  block.set_first_unit(1);
+  block.set_last_unit(1);
+  block.set_reason("\xed\xa0\x80");  // a UTF-16 surrogate: not UTF-8
+  v1::Booking booking;
+  grpc::Status status = s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking);
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  auto detail = ErrorDetailFromGrpc(status);
+  REQUIRE(detail.has_value());
+  CHECK(detail->reason() == v1::INVALID_INPUT);
+  CHECK(detail->metadata().at("field") == "request");
+  CHECK(db.Count("SELECT count(*) FROM bookings") == 0);
+}
+
 }  // namespace
 }  // namespace dcl::occupancy
