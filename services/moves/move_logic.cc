@@ -108,8 +108,9 @@ LocationRow LocationAt(const Principal& p, const MoveRecord& m, MoveState state,
   return row;
 }
 
-// Restores the process state frozen in the preflight, if the move had changed it ('moving');
-// a change somebody else made in between is left alone.
+// Restores the process state frozen in the preflight when the move ends (completed, cancelled,
+// failed), if it is still the 'moving' StartMove set; a change somebody else made in between is
+// left alone.
 absl::Status RestoreProcessState(pqxx::transaction_base& tx, const Principal& p,
                                  const MoveRecord& m) {
   absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, m.device_id);
@@ -163,7 +164,6 @@ absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, con
       break;
     }
     case MoveState::kInProgress: {
-      SetProcessState(tx, m.device_id, "moving");
       absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
       if (!source.ok()) return source.status();
       location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
@@ -320,6 +320,10 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
     absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
     if (!booking.ok()) return booking.status();
     SetMoveHold(tx, *move_id, booking->id());
+    // From here the destination is held: the machine is being moved and is not for sale
+    // (eligibility.h excludes 'moving'). The state it had is frozen in the preflight and comes
+    // back when the move ends, whichever way it ends.
+    SetProcessState(tx, req.device_id(), "moving");
 
     absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
     if (!m.ok()) return m.status();

@@ -5,11 +5,14 @@
 // history, the device's process state) and the occupancy booking write path (booking_store.h),
 // which alone writes bookings and slot rows:
 //   StartMove     creates the move, then its move hold at the destination (CreateBooking); an
-//                 occupied destination is the booking path's readable UNIT_OCCUPIED.
-//   → in_progress the device's process state becomes 'moving'.
+//                 occupied destination is the booking path's readable UNIT_OCCUPIED. With the
+//                 destination held the device's process state becomes 'moving' (in every
+//                 open state, draft included: Reserve does not sell a moving device), and the
+//                 state it had is frozen in the preflight.
 //   → completed   the old placement is released and the move hold promoted (PromoteMoveHold:
 //                 same booking id, same slot rows), in that order, in one transaction: there is
-//                 no moment in which the destination is free. The process state is restored.
+//                 no moment in which the destination is free. The process state is restored
+//                 (a device from 'staging' goes back to 'staging').
 //   → failed / cancelled  the move hold is released, the source placement kept, the process
 //                 state restored from the frozen preflight (a device from 'staging' goes back to
 //                 'staging').

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/db.h"
+#include "schema/migrator.h"
 #include "services/common/status.h"
 #include "tests/moves/move_test_world.h"
 #include "tests/support/barrier.h"
@@ -307,6 +308,34 @@ TEST_CASE(
   CHECK(w.ProcessState(w.device) == "staging");
   CHECK(w.db.Scalar(absl::StrCat("SELECT observation FROM move_events WHERE move_id = '",
                                  move->id(), "' ORDER BY sequence DESC LIMIT 1")) == "not_moved");
+}
+
+TEST_CASE("migration 0006 makes devices of moves opened under the old rule moving, and only those") {
+  MoveWorld w("staging");
+  absl::StatusOr<v1::Move> open = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 7);
+  REQUIRE(open.ok());
+  // A move opened before the rule left its device as it was; a device whose move ended keeps
+  // its state.
+  w.db.Exec(absl::StrCat("UPDATE devices SET process_state = 'staging' WHERE id = '", w.device,
+                         "'"));
+  const std::string ended = testing::CreateDevice(w.db, w.org, w.site);
+  w.Place(ended, w.rack_a, v1::SIDE_FRONT, 30);
+  absl::StatusOr<v1::Move> cancelled = w.Start(ended, w.rack_b, v1::SIDE_FRONT, 30);
+  REQUIRE(cancelled.ok());
+  w.MustAdvance(cancelled->id(), v1::MOVE_CANCELLED);
+  REQUIRE(w.ProcessState(ended) == "normal");
+
+  std::string migration;
+  for (const MigrationFile& file : EmbeddedMigrationFiles()) {
+    if (file.file_name == "0006_moving_while_held.sql") migration = file.sql;
+  }
+  REQUIRE_FALSE(migration.empty());
+  w.db.Exec(migration);
+  CHECK(w.ProcessState(w.device) == "moving");
+  CHECK(w.ProcessState(ended) == "normal");
+  // And the move still ends in the state the device had before it.
+  w.MustAdvance(open->id(), v1::MOVE_CANCELLED);
+  CHECK(w.ProcessState(w.device) == "staging");
 }
 
 TEST_CASE("needs_reconcile settled as found at destination completes by promotion") {
