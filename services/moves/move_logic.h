@@ -17,7 +17,8 @@
 //                 state restored from the frozen preflight (a device from 'staging' goes back to
 //                 'staging').
 // Every state change appends a move event (announced by NOTIFY on commit) and a location
-// history row.
+// history row. Both tables are append-only (triggers refuse UPDATE, DELETE, TRUNCATE); the
+// history is corrected by compensating rows (CorrectLocation) and read by ListLocationHistory.
 #ifndef DCL_SERVICES_MOVES_MOVE_LOGIC_H_
 #define DCL_SERVICES_MOVES_MOVE_LOGIC_H_
 
@@ -49,6 +50,17 @@ class MoveLogic {
   absl::Status GetMove(const Principal& p, const v1::GetMoveRequest& req, v1::Move* out);
   absl::Status ListMoves(const Principal& p, const v1::ListMovesRequest& req,
                          v1::ListMovesResponse* out);
+
+  // The device's location history, newest first, paged by rows that are not corrections; each
+  // row carries its corrections, newest first (the first is what holds now).
+  absl::Status ListLocationHistory(const Principal& p, const v1::ListLocationHistoryRequest& req,
+                                   v1::ListLocationHistoryResponse* out);
+  // Appends a correction of one history row: a new row (event "correction", corrects_id, the
+  // reason as its note) with the position the device really had, or none when it is not known.
+  // The corrected row is never changed (the table refuses it). A correction corrects an original
+  // row, never another correction: a wrong correction is corrected by a newer one of the same row.
+  absl::Status CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
+                               v1::LocationRecord* out);
 
   // Replays the move's events from the first, then emits each new one as it is committed, in
   // order; returns OK after emitting a terminal state. Returns CANCELLED when `cancelled()`

@@ -459,6 +459,28 @@ TEST_CASE("a move of another organization is NOT_FOUND") {
   CHECK(ReasonOf(w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5).status()) == v1::MOVE_ALREADY_OPEN);
 }
 
+TEST_CASE("move_events refuses UPDATE, DELETE and TRUNCATE, naming its trigger") {
+  MoveWorld w;
+  absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5);
+  REQUIRE(move.ok());
+  w.MustAdvance(move->id(), v1::MOVE_APPROVED);
+  const std::string before = w.db.Scalar(
+      "SELECT string_agg(e::text, '|' ORDER BY id) FROM move_events e");
+  CHECK_THROWS(w.db.Exec("UPDATE move_events SET note = 'rewritten'"));
+  CHECK_THROWS(w.db.Exec("DELETE FROM move_events"));
+  CHECK_THROWS(w.db.Exec("TRUNCATE move_events"));
+  absl::StatusOr<GuardedResult> r = w.pool->Transact([&](pqxx::work& tx) {
+    return absl::StatusOr<GuardedResult>(
+        GuardedExec(tx, "DELETE FROM move_events WHERE note <> $1[1] RETURNING id", {"x"}));
+  });
+  REQUIRE(r.ok());
+  CHECK(r->violated_constraint == "move_events_append_only");
+  CHECK(w.db.Scalar("SELECT string_agg(e::text, '|' ORDER BY id) FROM move_events e") == before);
+  // Appending goes on.
+  w.MustAdvance(move->id(), v1::MOVE_CANCELLED);
+  CHECK(w.db.Count("SELECT count(*) FROM move_events") == 3);
+}
+
 TEST_CASE("location_history refuses UPDATE and DELETE; a correction is a new row") {
   MoveWorld w;
   absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5);
