@@ -4,29 +4,30 @@
 
 #include <spdlog/spdlog.h>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "services/common/command_line.h"
 #include "schema/migrator.h"
 #include "services/common/logging.h"
 #include "services/common/service_main.h"
 
-ABSL_DECLARE_FLAG(std::string, database_url);
-
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  dcl::ParseCommandLineOrExit(
+      argc, argv,
+      {"migrate",
+       "migrate: brings a dcl database up to the schema compiled into this binary (exit 0 = "
+       "up to date, 1 = failed, 2 = bad configuration).\n  migrate --database_url=CONNINFO",
+       __FILE__, {dcl::SharedFlags::kDatabaseUrl, dcl::SharedFlags::kLogFormat}});
   dcl::InitLogging("migrate", dcl::LogFormatFromFlags());
-  const std::string url =
-      dcl::FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
-  if (url.empty()) {
-    spdlog::critical("no database: set --database_url or DCL_DATABASE_URL");
-    return 2;
+  absl::StatusOr<std::string> url = dcl::DatabaseUrlFromFlags();
+  if (!url.ok()) {
+    spdlog::critical("{}", std::string(url.status().message()));
+    return dcl::kExitConfigurationError;
   }
   auto migrations = dcl::ParseMigrations(dcl::EmbeddedMigrationFiles());
   if (!migrations.ok()) {
     spdlog::critical("{}", migrations.status().ToString());
-    return 2;
+    return dcl::kExitConfigurationError;
   }
-  auto result = dcl::Migrate(url, *migrations);
+  auto result = dcl::Migrate(*url, *migrations);
   if (!result.ok()) {
     spdlog::critical("{}", result.status().ToString());
     return 1;

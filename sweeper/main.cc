@@ -17,14 +17,14 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "services/common/command_line.h"
 #include "services/common/logging.h"
 #include "services/common/server.h"
 #include "services/common/service_main.h"
 #include "sweeper/sweeper.h"
 
 ABSL_FLAG(int, interval_seconds, 60, "seconds between the end of a sweep and the next one");
-ABSL_FLAG(bool, once, false, "run one sweep and exit (0 = success, 1 = failure)");
+ABSL_FLAG(bool, once, false, "run one sweep and exit (0 = success, 1 = failure, 2 = bad configuration)");
 ABSL_FLAG(int, batch_size, 1000, "rows per transaction");
 ABSL_FLAG(std::string, sweeper_name, "",
           "this instance's row in sweeper_status (default: sweeper@<host name>)");
@@ -59,23 +59,32 @@ void WatchSignals(dcl::Sweeper& sweeper, const std::atomic<bool>& done) {
 
 int main(int argc, char** argv) {
   dcl::BlockTerminationSignals();
-  absl::ParseCommandLine(argc, argv);
+  dcl::ParseCommandLineOrExit(
+      argc, argv,
+      {"sweeper",
+       "sweeper: returns lapsed holds and rack reservations to stock, every "
+       "--interval_seconds or once (--once; exit 0 = swept, 1 = failed, 2 = bad "
+       "configuration).\n  sweeper --database_url=CONNINFO [--once] ...",
+       __FILE__,
+       {dcl::SharedFlags::kDatabaseUrl, dcl::SharedFlags::kDatabasePool,
+        dcl::SharedFlags::kLogFormat}});
   dcl::InitLogging("sweeper", dcl::LogFormatFromFlags());
 
-  dcl::DbOptions db_options = dcl::DbOptionsFromFlags();
-  if (db_options.url.empty()) {
-    spdlog::critical("no database: set --database_url or DCL_DATABASE_URL");
-    return 2;
+  // A connection string libpq cannot read is bad configuration, not a database to retry.
+  if (absl::StatusOr<std::string> url = dcl::DatabaseUrlFromFlags(); !url.ok()) {
+    spdlog::critical("{}", std::string(url.status().message()));
+    return dcl::kExitConfigurationError;
   }
+  dcl::DbOptions db_options = dcl::DbOptionsFromFlags();
   const int interval_seconds = absl::GetFlag(FLAGS_interval_seconds);
   const int batch_size = absl::GetFlag(FLAGS_batch_size);
   if (interval_seconds < 1 || interval_seconds > 24 * 3600) {
     spdlog::critical("--interval_seconds must be between 1 and 86400, not {}", interval_seconds);
-    return 2;
+    return dcl::kExitConfigurationError;
   }
   if (batch_size < 1 || batch_size > 100000) {
     spdlog::critical("--batch_size must be between 1 and 100000, not {}", batch_size);
-    return 2;
+    return dcl::kExitConfigurationError;
   }
   // One batch at a time needs one connection, plus one when a broken one is being replaced.
   db_options.pool_size = std::min(db_options.pool_size, 2);

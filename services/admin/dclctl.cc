@@ -14,15 +14,14 @@
 
 #include "absl/flags/flag.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "services/common/auth.h"
+#include "services/common/command_line.h"
 #include "services/common/db.h"
 #include "services/common/service_main.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
 
-ABSL_DECLARE_FLAG(std::string, database_url);
 ABSL_FLAG(std::string, org, "", "organization id or name");
 ABSL_FLAG(std::string, role, "", "commerce, dc-operator, customer or admin");
 ABSL_FLAG(std::string, subject, "", "role customer: the customer the token speaks for");
@@ -124,21 +123,24 @@ int HealthCheck() {
 using dcl::DbOptions;
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "dclctl token create --org ORG --role ROLE [--subject S] [--label L] | "
-      "token revoke --id ID | module enable|disable [--org ORG] | org create --name NAME | "
-      "health check --target HOST:PORT [--service NAME]");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> args = dcl::ParseCommandLineOrExit(
+      argc, argv,
+      {"dclctl",
+       "dclctl token create --org ORG --role ROLE [--subject S] [--label L] | "
+       "token revoke --id ID | module enable|disable [--org ORG] | org create --name NAME | "
+       "health check --target HOST:PORT [--service NAME]",
+       __FILE__, {dcl::SharedFlags::kDatabaseUrl}});
   if (args.size() == 3 && std::string(args[1]) == "health" && std::string(args[2]) == "check") {
     return dcl::HealthCheck();
   }
-  DbOptions options;
-  options.url = dcl::FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
-  options.pool_size = 1;
-  if (options.url.empty()) {
-    std::fprintf(stderr, "dclctl: set --database_url or DCL_DATABASE_URL\n");
-    return 2;
+  absl::StatusOr<std::string> url = dcl::DatabaseUrlFromFlags();
+  if (!url.ok()) {
+    std::fprintf(stderr, "dclctl: %s\n", std::string(url.status().message()).c_str());
+    return dcl::kExitConfigurationError;
   }
+  DbOptions options;
+  options.url = *url;
+  options.pool_size = 1;
   if (args.size() != 3) return dcl::Usage();
   const std::string noun = args[1], verb = args[2];
   dcl::DbPool pool(options);

@@ -1,11 +1,26 @@
 #include "services/common/db.h"
 
+#include <postgresql/libpq-fe.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status.h"
 
 namespace dcl {
+
+absl::Status CheckConnectionString(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (options == nullptr) {
+    std::string reason = error != nullptr ? error : "libpq could not parse it";
+    if (error != nullptr) PQfreemem(error);
+    while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a PostgreSQL connection string: ", reason));
+  }
+  PQconninfoFree(options);
+  return absl::OkStatus();
+}
 
 DbPool::DbPool(DbOptions options) : options_(std::move(options)) {}
 

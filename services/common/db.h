@@ -37,6 +37,11 @@ struct DbOptions {
   int idle_in_transaction_timeout_ms = 30000;
 };
 
+// Whether `url` is a connection string libpq can read at all (key=value pairs or a
+// postgresql:// URI), without connecting: a malformed one is a configuration error the caller
+// reports as such, not an unreachable database to retry. INVALID_ARGUMENT with libpq's reason.
+absl::Status CheckConnectionString(const std::string& url);
+
 class DbPool {
  public:
   explicit DbPool(DbOptions options);

@@ -46,6 +46,8 @@ enum class Rpc : uint8_t {
   kGetMove,
   kListMoves,
   kWatchMove,
+  kListLocationHistory,
+  kCorrectLocation,
   kCount,
 };
 inline constexpr size_t kRpcCount = static_cast<size_t>(Rpc::kCount);
@@ -83,6 +85,8 @@ inline constexpr std::array<RpcInfo, kRpcCount> kRpcTable = {{
     {Rpc::kGetMove, "/dcl.v1.MoveService/GetMove", kOperator},
     {Rpc::kListMoves, "/dcl.v1.MoveService/ListMoves", kOperator},
     {Rpc::kWatchMove, "/dcl.v1.MoveService/WatchMove", kOperator},
+    {Rpc::kListLocationHistory, "/dcl.v1.MoveService/ListLocationHistory", kOperator},
+    {Rpc::kCorrectLocation, "/dcl.v1.MoveService/CorrectLocation", kOperator},
 }};
 
 // Every slot filled, in enum order: a missing or misplaced entry fails the build.

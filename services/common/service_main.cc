@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "services/common/logging.h"
 
 ABSL_FLAG(std::string, database_url, "",
@@ -44,6 +45,23 @@ DbOptions DbOptionsFromFlags() {
   return options;
 }
 
+absl::StatusOr<std::string> DatabaseUrlFromFlags() {
+  const std::string url = FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
+  if (url.empty()) {
+    return absl::InvalidArgumentError("no database: set --database_url or DCL_DATABASE_URL");
+  }
+  if (absl::Status valid = CheckConnectionString(url); !valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--database_url (or DCL_DATABASE_URL): ", valid.message()));
+  }
+  return url;
+}
+
+std::vector<SharedFlags> ServerSharedFlags() {
+  return {SharedFlags::kDatabaseUrl, SharedFlags::kDatabasePool, SharedFlags::kLogFormat,
+          SharedFlags::kServer};
+}
+
 ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen) {
   ServerConfig config;
   config.listen_address = FlagOrEnv(absl::GetFlag(FLAGS_listen), listen_env, default_listen);
@@ -64,18 +82,19 @@ int RunServiceMain(const std::string& name, const char* listen_env,
                    const std::string& default_listen,
                    const std::function<ServiceSet(DbPool&)>& make_services) {
   InitLogging(name, LogFormatFromFlags());
-  DbOptions db_options = DbOptionsFromFlags();
-  if (db_options.url.empty()) {
-    spdlog::critical("no database: set --database_url or DCL_DATABASE_URL");
-    return 2;
+  absl::StatusOr<std::string> url = DatabaseUrlFromFlags();
+  if (!url.ok()) {
+    spdlog::critical("{}", std::string(url.status().message()));
+    return kExitConfigurationError;
   }
+  DbOptions db_options = DbOptionsFromFlags();
   DbPool pool(db_options);
   ServiceSet set = make_services(pool);
   absl::StatusOr<std::unique_ptr<ServerRuntime>> runtime =
       ServerRuntime::Start(ServerConfigFromFlags(listen_env, default_listen), &pool, set.services);
   if (!runtime.ok()) {
     spdlog::critical("cannot start: {}", runtime.status().ToString());
-    return 2;
+    return kExitConfigurationError;
   }
   spdlog::info("{} serving on port {}", name, (*runtime)->port());
   const int signal_number = WaitForTerminationSignal();

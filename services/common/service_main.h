@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "services/common/command_line.h"
 #include "services/common/db.h"
 #include "services/common/server.h"
 
@@ -18,6 +20,10 @@ std::string FlagOrEnv(const std::string& value, const char* env, const std::stri
 
 // The database options from --database_url/DCL_DATABASE_URL and the pool/timeouts flags.
 DbOptions DbOptionsFromFlags();
+// The connection string from --database_url/DCL_DATABASE_URL, or the configuration error a
+// binary exits 2 with: none given, or one libpq cannot parse (an unreachable database is not
+// a configuration error: that is found out by connecting).
+absl::StatusOr<std::string> DatabaseUrlFromFlags();
 // The server options from the TLS, reflection and limits flags; listen from --listen, else
 // `listen_env`, else `default_listen`.
 ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen);
@@ -30,7 +36,10 @@ struct ServiceSet {
   std::vector<std::shared_ptr<void>> keep_alive;
 };
 
-// main() of a server binary, after BlockTerminationSignals() and absl::ParseCommandLine().
+// The shared flags a server binary reads (for ParseCommandLineOrExit).
+std::vector<SharedFlags> ServerSharedFlags();
+
+// main() of a server binary, after BlockTerminationSignals() and ParseCommandLineOrExit().
 int RunServiceMain(const std::string& name, const char* listen_env,
                    const std::string& default_listen,
                    const std::function<ServiceSet(DbPool&)>& make_services);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -51,6 +52,10 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.ReserveUnitsRequest", "ttl_seconds", 0, kMaxRackReservationTtlSeconds},
     {"dcl.v1.StartMoveRequest", "destination_unit", 0, kMaxRackUnit},
     {"dcl.v1.ListMovesRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.ListLocationHistoryRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.CorrectLocationRequest", "corrects_id", 1, INT64_MAX},
+    {"dcl.v1.CorrectLocationRequest", "first_unit", 0, kMaxRackUnit},
+    {"dcl.v1.CorrectLocationRequest", "last_unit", 0, kMaxRackUnit},
 };
 
 // The declared range of an integer field, or nullptr when the table has none.

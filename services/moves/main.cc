@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "services/common/command_line.h"
 #include "services/common/rpc_gate.h"
 #include "services/common/server.h"
 #include "services/common/service_main.h"
@@ -23,7 +23,12 @@ ABSL_FLAG(std::string, watch_database_url, "",
 
 int main(int argc, char** argv) {
   dcl::BlockTerminationSignals();
-  absl::ParseCommandLine(argc, argv);
+  dcl::ParseCommandLineOrExit(
+      argc, argv,
+      {"moves_server",
+       "moves_server: the MoveService (moves between rack units of one site) on "
+       "127.0.0.1:50053.\n  moves_server --database_url=CONNINFO [--listen=HOST:PORT] ...",
+       __FILE__, dcl::ServerSharedFlags()});
   if (absl::GetFlag(FLAGS_max_watch_streams) < 1 ||
       absl::GetFlag(FLAGS_max_watch_streams_per_org) < 1) {
     std::fprintf(

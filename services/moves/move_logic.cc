@@ -103,8 +103,9 @@ LocationRow LocationAt(const Principal& p, const MoveRecord& m, MoveState state,
   return row;
 }
 
-// Restores the process state frozen in the preflight, if the move had changed it ('moving');
-// a change somebody else made in between is left alone.
+// Restores the process state frozen in the preflight when the move ends (completed, cancelled,
+// failed), if it is still the 'moving' StartMove set; a change somebody else made in between is
+// left alone.
 absl::Status RestoreProcessState(pqxx::transaction_base& tx, const Principal& p,
                                  const MoveRecord& m) {
   absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, m.device_id);
@@ -158,7 +159,6 @@ absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, con
       break;
     }
     case MoveState::kInProgress: {
-      SetProcessState(tx, m.device_id, "moving");
       absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
       if (!source.ok()) return source.status();
       location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
@@ -312,6 +312,10 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
     absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
     if (!booking.ok()) return booking.status();
     SetMoveHold(tx, *move_id, booking->id());
+    // From here the destination is held: the machine is being moved and is not for sale
+    // (eligibility.h excludes 'moving'). The state it had is frozen in the preflight and comes
+    // back when the move ends, whichever way it ends.
+    SetProcessState(tx, req.device_id(), "moving");
 
     absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
     if (!m.ok()) return m.status();
@@ -387,6 +391,118 @@ absl::Status MoveLogic::ListMoves(const Principal& p, const v1::ListMovesRequest
     if (static_cast<int>(moves.size()) == filter.page_size) {
       out->set_next_page_token(absl::StrCat(moves.back().created_at_us, "_", moves.back().id));
     }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MoveLogic::ListLocationHistory(const Principal& p,
+                                            const v1::ListLocationHistoryRequest& req,
+                                            v1::ListLocationHistoryResponse* out) {
+  if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
+  if (req.page_size() < 0 || req.page_size() > kMaxPageSize) {
+    return InvalidInput("page_size", absl::StrCat("must be between 0 and ", kMaxPageSize));
+  }
+  const int page_size = req.page_size() == 0 ? kDefaultPageSize : req.page_size();
+  int64_t before_id = 0;  // the page token: the id of the last row of the previous page
+  if (!req.page_token().empty() &&
+      (!absl::SimpleAtoi(req.page_token(), &before_id) || before_id <= 0)) {
+    return InvalidInput("page_token", "not a token this service returned");
+  }
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    if (tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
+                       req.device_id(), p.org_id)
+            .empty()) {
+      return NotFound("device", req.device_id());
+    }
+    const std::vector<LocationRecordRow> rows =
+        LocationPage(tx, p.org_id, req.device_id(), before_id, page_size);
+    std::vector<int64_t> ids;
+    ids.reserve(rows.size());
+    for (const LocationRecordRow& row : rows) ids.push_back(row.id);
+    const std::vector<LocationRecordRow> corrections = CorrectionsOf(tx, p.org_id, ids);
+    out->Clear();
+    for (const LocationRecordRow& row : rows) {
+      v1::LocationRecord* record = out->add_records();
+      *record = ToProto(row);
+      for (const LocationRecordRow& correction : corrections) {  // newest first
+        if (correction.row.corrects_id == row.id) *record->add_corrections() = ToProto(correction);
+      }
+    }
+    if (static_cast<int>(rows.size()) == page_size) {
+      out->set_next_page_token(absl::StrCat(rows.back().id));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
+                                        v1::LocationRecord* out) {
+  if (req.corrects_id() <= 0) {
+    return InvalidInput("corrects_id", "must name a row of the device's location history");
+  }
+  if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, true); !s.ok()) return s;
+  const bool known = !req.position_unknown();
+  if (!known) {
+    if (!req.rack_id().empty() || req.side() != v1::SIDE_UNSPECIFIED || req.first_unit() != 0 ||
+        req.last_unit() != 0) {
+      return InvalidInput("position_unknown", "an unknown position names no rack, side or units");
+    }
+  } else {
+    if (absl::Status s = CheckId("rack_id", req.rack_id()); !s.ok()) return s;
+    if (req.side() != v1::SIDE_UNSPECIFIED && req.side() != v1::SIDE_FRONT &&
+        req.side() != v1::SIDE_REAR) {
+      return InvalidInput("side", "must be SIDE_FRONT, SIDE_REAR or unspecified (both sides)");
+    }
+    if (req.last_unit() < req.first_unit()) {
+      return InvalidInput("last_unit", "must not be below first_unit (lowest number first)");
+    }
+  }
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    std::optional<LocationRecordRow> corrected = LoadLocation(tx, p.org_id, req.corrects_id());
+    if (!corrected) return NotFound("location record", absl::StrCat(req.corrects_id()));
+    if (corrected->row.corrects_id != 0) {
+      return InvalidInput(
+          "corrects_id",
+          absl::StrCat("row ", corrected->id, " is itself a correction of row ",
+                       corrected->row.corrects_id, "; correct row ", corrected->row.corrects_id,
+                       " instead (its newest correction is what holds)"));
+    }
+    LocationRow row;
+    row.org_id = p.org_id;
+    row.device_id = corrected->row.device_id;
+    row.event = "correction";
+    row.corrects_id = corrected->id;
+    row.note = req.reason();
+    row.actor = p.Actor();
+    if (known) {
+      pqxx::result rack = tx.exec_params(
+          "SELECT site_id::text, first_unit, first_unit + unit_count - 1, has_rear FROM racks "
+          "WHERE id = $1::uuid AND org_id = $2::uuid",
+          req.rack_id(), p.org_id);
+      if (rack.empty()) return NotFound("rack", req.rack_id());
+      const int lowest = rack[0][1].as<int>();
+      const int highest = rack[0][2].as<int>();
+      if (req.first_unit() < lowest) {
+        return InvalidInput("first_unit",
+                            absl::StrCat("the rack's units are ", lowest, " to ", highest));
+      }
+      if (req.last_unit() > highest) {
+        return InvalidInput("last_unit",
+                            absl::StrCat("the rack's units are ", lowest, " to ", highest));
+      }
+      if (req.side() == v1::SIDE_REAR && !rack[0][3].as<bool>()) {
+        return InvalidInput("side", "the rack has no rear");
+      }
+      row.site_id = rack[0][0].as<std::string>();
+      row.rack_id = req.rack_id();
+      row.side = req.side() == v1::SIDE_UNSPECIFIED ? "" : occupancy::SideName(req.side());
+      row.first_unit = req.first_unit();
+      row.last_unit = req.last_unit();
+    }
+    const int64_t id = AppendLocation(tx, row);
+    std::optional<LocationRecordRow> appended = LoadLocation(tx, p.org_id, id);
+    if (!appended) return Internal("the appended correction is not readable");
+    *out = ToProto(*appended);
     return absl::OkStatus();
   });
 }

@@ -5,16 +5,20 @@
 // history, the device's process state) and the occupancy booking write path (booking_store.h),
 // which alone writes bookings and slot rows:
 //   StartMove     creates the move, then its move hold at the destination (CreateBooking); an
-//                 occupied destination is the booking path's readable UNIT_OCCUPIED.
-//   → in_progress the device's process state becomes 'moving'.
+//                 occupied destination is the booking path's readable UNIT_OCCUPIED. With the
+//                 destination held the device's process state becomes 'moving' (in every
+//                 open state, draft included: Reserve does not sell a moving device), and the
+//                 state it had is frozen in the preflight.
 //   → completed   the old placement is released and the move hold promoted (PromoteMoveHold:
 //                 same booking id, same slot rows), in that order, in one transaction: there is
-//                 no moment in which the destination is free. The process state is restored.
+//                 no moment in which the destination is free. The process state is restored
+//                 (a device from 'staging' goes back to 'staging').
 //   → failed / cancelled  the move hold is released, the source placement kept, the process
 //                 state restored from the frozen preflight (a device from 'staging' goes back to
 //                 'staging').
 // Every state change appends a move event (announced by NOTIFY on commit) and a location
-// history row.
+// history row. Both tables are append-only (triggers refuse UPDATE, DELETE, TRUNCATE); the
+// history is corrected by compensating rows (CorrectLocation) and read by ListLocationHistory.
 #ifndef DCL_SERVICES_MOVES_MOVE_LOGIC_H_
 #define DCL_SERVICES_MOVES_MOVE_LOGIC_H_
 
@@ -54,6 +58,17 @@ class MoveLogic {
   absl::Status GetMove(const Principal& p, const v1::GetMoveRequest& req, v1::Move* out);
   absl::Status ListMoves(const Principal& p, const v1::ListMovesRequest& req,
                          v1::ListMovesResponse* out);
+
+  // The device's location history, newest first, paged by rows that are not corrections; each
+  // row carries its corrections, newest first (the first is what holds now).
+  absl::Status ListLocationHistory(const Principal& p, const v1::ListLocationHistoryRequest& req,
+                                   v1::ListLocationHistoryResponse* out);
+  // Appends a correction of one history row: a new row (event "correction", corrects_id, the
+  // reason as its note) with the position the device really had, or none when it is not known.
+  // The corrected row is never changed (the table refuses it). A correction corrects an original
+  // row, never another correction: a wrong correction is corrected by a newer one of the same row.
+  absl::Status CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
+                               v1::LocationRecord* out);
 
   // Replays the move's events from the first, then emits each new one as it is committed, in
   // order, exactly once; returns OK after emitting a terminal state. Returns CANCELLED when

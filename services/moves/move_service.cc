@@ -32,6 +32,20 @@ grpc::Status MoveServiceImpl::ListMoves(grpc::ServerContext* ctx, const v1::List
                    [&](const Principal& p) { return logic_.ListMoves(p, *req, resp); });
 }
 
+grpc::Status MoveServiceImpl::ListLocationHistory(grpc::ServerContext* ctx,
+                                                  const v1::ListLocationHistoryRequest* req,
+                                                  v1::ListLocationHistoryResponse* resp) {
+  return gate_.Run(ctx, Rpc::kListLocationHistory, *req,
+                   [&](const Principal& p) { return logic_.ListLocationHistory(p, *req, resp); });
+}
+
+grpc::Status MoveServiceImpl::CorrectLocation(grpc::ServerContext* ctx,
+                                              const v1::CorrectLocationRequest* req,
+                                              v1::LocationRecord* resp) {
+  return gate_.Run(ctx, Rpc::kCorrectLocation, *req,
+                   [&](const Principal& p) { return logic_.CorrectLocation(p, *req, resp); });
+}
+
 grpc::Status MoveServiceImpl::WatchMove(grpc::ServerContext* ctx, const v1::WatchMoveRequest* req,
                                         grpc::ServerWriter<v1::MoveEvent>* writer) {
   return gate_.Run(ctx, Rpc::kWatchMove, *req, [&](const Principal& p) {

@@ -27,6 +27,11 @@ class MoveServiceImpl final : public v1::MoveService::Service {
                        v1::Move* resp) override;
   grpc::Status ListMoves(grpc::ServerContext* ctx, const v1::ListMovesRequest* req,
                          v1::ListMovesResponse* resp) override;
+  grpc::Status ListLocationHistory(grpc::ServerContext* ctx,
+                                   const v1::ListLocationHistoryRequest* req,
+                                   v1::ListLocationHistoryResponse* resp) override;
+  grpc::Status CorrectLocation(grpc::ServerContext* ctx, const v1::CorrectLocationRequest* req,
+                               v1::LocationRecord* resp) override;
   // Streams until the move is terminal, the client cancels, or the server shuts down (which
   // cancels in-flight calls after its grace period).
   grpc::Status WatchMove(grpc::ServerContext* ctx, const v1::WatchMoveRequest* req,

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
@@ -232,21 +233,121 @@ std::vector<MoveEventRecord> EventsAfter(pqxx::transaction_base& tx, const std::
   return events;
 }
 
-void AppendLocation(pqxx::transaction_base& tx, const LocationRow& row) {
+int64_t AppendLocation(pqxx::transaction_base& tx, const LocationRow& row) {
   const bool known = !row.rack_id.empty();
-  std::optional<std::string> first, last;
+  std::optional<std::string> first, last, corrects;
   if (known) {
     first = absl::StrCat(row.first_unit);
     last = absl::StrCat(row.last_unit);
   }
-  tx.exec_params(
-      "INSERT INTO location_history (org_id, device_id, site_id, rack_id, side, first_unit, "
-      "last_unit, event, move_id, move_state, booking_id, note, actor) VALUES ($1::uuid, "
-      "$2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8, $9::uuid, $10, $11::uuid, $12, $13)",
-      row.org_id, row.device_id, NullIfEmpty(row.site_id), NullIfEmpty(row.rack_id),
-      known ? NullIfEmpty(row.side) : nullptr, OrNull(first), OrNull(last), row.event,
-      NullIfEmpty(row.move_id), NullIfEmpty(row.move_state), NullIfEmpty(row.booking_id), row.note,
-      row.actor);
+  if (row.corrects_id != 0) corrects = absl::StrCat(row.corrects_id);
+  return tx
+      .exec_params1(
+          "INSERT INTO location_history (org_id, device_id, site_id, rack_id, side, first_unit, "
+          "last_unit, event, move_id, move_state, booking_id, corrects_id, note, actor) VALUES "
+          "($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8, $9::uuid, $10, $11::uuid, "
+          "$12::bigint, $13, $14) RETURNING id",
+          row.org_id, row.device_id, NullIfEmpty(row.site_id), NullIfEmpty(row.rack_id),
+          known ? NullIfEmpty(row.side) : nullptr, OrNull(first), OrNull(last), row.event,
+          NullIfEmpty(row.move_id), NullIfEmpty(row.move_state), NullIfEmpty(row.booking_id),
+          OrNull(corrects), row.note, row.actor)[0]
+      .as<int64_t>();
+}
+
+namespace {
+
+constexpr const char* kLocationColumns =
+    "l.id, l.org_id::text, l.device_id::text, coalesce(l.site_id::text, ''), "
+    "coalesce(l.rack_id::text, ''), coalesce(l.side, ''), coalesce(l.first_unit, 0), "
+    "coalesce(l.last_unit, 0), l.event, coalesce(l.move_id::text, ''), "
+    "coalesce(l.move_state, ''), coalesce(l.booking_id::text, ''), coalesce(l.corrects_id, 0), "
+    "l.note, l.actor, (extract(epoch FROM l.recorded_at) * 1000000)::bigint";
+
+LocationRecordRow ReadLocation(const pqxx::row& r) {
+  LocationRecordRow out;
+  out.id = r[0].as<int64_t>();
+  out.row.org_id = r[1].as<std::string>();
+  out.row.device_id = r[2].as<std::string>();
+  out.row.site_id = r[3].as<std::string>();
+  out.row.rack_id = r[4].as<std::string>();
+  out.row.side = r[5].as<std::string>();
+  out.row.first_unit = r[6].as<int>();
+  out.row.last_unit = r[7].as<int>();
+  out.row.event = r[8].as<std::string>();
+  out.row.move_id = r[9].as<std::string>();
+  out.row.move_state = r[10].as<std::string>();
+  out.row.booking_id = r[11].as<std::string>();
+  out.row.corrects_id = r[12].as<int64_t>();
+  out.row.note = r[13].as<std::string>();
+  out.row.actor = r[14].as<std::string>();
+  out.recorded_at_us = r[15].as<int64_t>();
+  return out;
+}
+
+std::vector<LocationRecordRow> ReadLocations(const pqxx::result& r) {
+  std::vector<LocationRecordRow> rows;
+  rows.reserve(r.size());
+  for (const auto& row : r) rows.push_back(ReadLocation(row));
+  return rows;
+}
+
+}  // namespace
+
+v1::LocationRecord ToProto(const LocationRecordRow& record) {
+  const LocationRow& row = record.row;
+  v1::LocationRecord out;
+  out.set_id(record.id);
+  out.set_device_id(row.device_id);
+  out.set_position_known(!row.rack_id.empty());
+  out.set_site_id(row.site_id);
+  out.set_rack_id(row.rack_id);
+  out.set_side(row.side == "front"  ? v1::SIDE_FRONT
+               : row.side == "rear" ? v1::SIDE_REAR
+                                    : v1::SIDE_UNSPECIFIED);
+  out.set_first_unit(row.first_unit);
+  out.set_last_unit(row.last_unit);
+  out.set_event(row.event);
+  out.set_move_id(row.move_id);
+  MoveState state;
+  if (ParseState(row.move_state, &state)) out.set_move_state(ToProtoState(state));
+  out.set_booking_id(row.booking_id);
+  out.set_corrects_id(row.corrects_id);
+  out.set_note(row.note);
+  out.set_actor(row.actor);
+  SetTimestampFromMicros(record.recorded_at_us, out.mutable_recorded_at());
+  return out;
+}
+
+std::optional<LocationRecordRow> LoadLocation(pqxx::transaction_base& tx, const std::string& org_id,
+                                              int64_t id) {
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT ", kLocationColumns,
+                   " FROM location_history l WHERE l.id = $1 AND l.org_id = $2::uuid"),
+      id, org_id);
+  if (r.empty()) return std::nullopt;
+  return ReadLocation(r[0]);
+}
+
+std::vector<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
+                                            const std::string& device_id, int64_t before_id,
+                                            int limit) {
+  return ReadLocations(tx.exec_params(
+      absl::StrCat("SELECT ", kLocationColumns,
+                   " FROM location_history l WHERE l.device_id = $1::uuid AND l.org_id = $2::uuid "
+                   "AND l.corrects_id IS NULL AND ($3 = 0 OR l.id < $3) "
+                   "ORDER BY l.id DESC LIMIT $4"),
+      device_id, org_id, before_id, limit));
+}
+
+std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
+                                             const std::string& org_id,
+                                             const std::vector<int64_t>& ids) {
+  if (ids.empty()) return {};
+  return ReadLocations(tx.exec_params(
+      absl::StrCat("SELECT ", kLocationColumns,
+                   " FROM location_history l WHERE l.corrects_id = ANY($1::bigint[]) "
+                   "AND l.org_id = $2::uuid ORDER BY l.id DESC"),
+      absl::StrCat("{", absl::StrJoin(ids, ","), "}"), org_id));
 }
 
 std::vector<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,

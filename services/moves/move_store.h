@@ -143,10 +143,33 @@ struct LocationRow {
   std::string move_id;
   std::string move_state;
   std::string booking_id;
+  int64_t corrects_id = 0;  // a correction: the row it corrects (event "correction")
   std::string note;
   std::string actor;
 };
-void AppendLocation(pqxx::transaction_base& tx, const LocationRow& row);
+// Appends the row; returns its id. The table refuses UPDATE, DELETE and TRUNCATE.
+int64_t AppendLocation(pqxx::transaction_base& tx, const LocationRow& row);
+
+// A stored row of location history.
+struct LocationRecordRow {
+  int64_t id = 0;
+  LocationRow row;  // rack_id empty = position unknown
+  int64_t recorded_at_us = 0;
+};
+v1::LocationRecord ToProto(const LocationRecordRow& record);
+
+// The row `id` of the organization's history, if any.
+std::optional<LocationRecordRow> LoadLocation(pqxx::transaction_base& tx, const std::string& org_id,
+                                              int64_t id);
+// The device's rows that are not corrections, newest first: at most `limit` rows with
+// id < `before_id` (0: from the newest).
+std::vector<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
+                                            const std::string& device_id, int64_t before_id,
+                                            int limit);
+// The corrections of the rows `ids`, newest first.
+std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
+                                             const std::string& org_id,
+                                             const std::vector<int64_t>& ids);
 
 struct MoveFilter {
   std::optional<MoveState> state;

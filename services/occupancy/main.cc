@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "services/common/command_line.h"
 #include "services/common/rpc_gate.h"
 #include "services/common/server.h"
 #include "services/common/service_main.h"
@@ -17,12 +17,18 @@ ABSL_FLAG(int, occupancy_reservation_ttl_seconds, 4 * 60 * 60,
 
 int main(int argc, char** argv) {
   dcl::BlockTerminationSignals();
-  absl::ParseCommandLine(argc, argv);
+  dcl::ParseCommandLineOrExit(
+      argc, argv,
+      {"occupancy_server",
+       "occupancy_server: the OccupancyService (racks, placements, blockings, rack "
+       "reservations) on 127.0.0.1:50052.\n  occupancy_server --database_url=CONNINFO "
+       "[--listen=HOST:PORT] ...",
+       __FILE__, dcl::ServerSharedFlags()});
   dcl::occupancy::OccupancyOptions options;
   options.default_reservation_ttl_seconds = absl::GetFlag(FLAGS_occupancy_reservation_ttl_seconds);
   if (options.default_reservation_ttl_seconds <= 0) {
     std::fprintf(stderr, "occupancy_server: --occupancy_reservation_ttl_seconds must be > 0\n");
-    return EXIT_FAILURE;  // misconfiguration: refuse to start
+    return dcl::kExitConfigurationError;  // refuse to start
   }
   return dcl::RunServiceMain(
       "occupancy", "DCL_OCCUPANCY_LISTEN", "127.0.0.1:50052", [&](dcl::DbPool& pool) {

@@ -1,6 +1,9 @@
 #include "services/occupancy/occupancy_logic.h"
 
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status.h"
@@ -17,13 +20,62 @@ v1::BookingKind KindOf(const std::string& name) {
   return v1::BOOKING_KIND_UNSPECIFIED;
 }
 
-// One capacity dimension from a budget column (NULL = unknown) and the placed devices' values.
-void FillDimension(const pqxx::field& budget, const pqxx::field& known_used,
-                   const pqxx::field& unknown_items, v1::CapacityDimension* out) {
+// An active booking of a rack with the figures of the device it holds, if any.
+struct HeldItem {
+  std::string booking_id;
+  std::string kind;
+  std::string device_id;  // "" when the booking names no device
+  std::optional<int64_t> power_watts;
+  std::optional<int64_t> weight_kg;
+};
+
+// One capacity dimension over the rack's active bookings (placements first, so that a device
+// with a placement and a move hold in the same rack is counted once, by its placement). Every
+// booking lands in exactly one list: unknown is never added into a number nor read as free.
+void FillDimension(const pqxx::field& budget, const std::vector<HeldItem>& items,
+                   std::optional<int64_t> HeldItem::*figure, const std::string& dimension,
+                   v1::CapacityDimension* out) {
   out->set_budget_known(!budget.is_null());
   out->set_budget(budget.is_null() ? 0 : budget.as<int64_t>());
-  out->set_known_used(known_used.as<int64_t>());
-  out->set_items_with_unknown_value(unknown_items.as<int>());
+  int64_t known_used = 0;
+  std::set<std::string> counted_devices;
+  for (const HeldItem& item : items) {
+    auto add = [&](google::protobuf::RepeatedPtrField<v1::CapacityItem>* list) {
+      v1::CapacityItem* entry = list->Add();
+      entry->set_booking_id(item.booking_id);
+      entry->set_kind(KindOf(item.kind));
+      entry->set_device_id(item.device_id);
+      return entry;
+    };
+    if (item.device_id.empty()) {
+      if (item.kind == "blocking") {
+        add(out->mutable_not_counted())
+            ->set_reason(absl::StrCat("blocking: holds no device, adds no ", dimension));
+      } else if (item.kind == "reservation") {
+        add(out->mutable_unknown())
+            ->set_reason("rack reservation: what will stand there is unknown");
+      } else {
+        add(out->mutable_unknown())
+            ->set_reason(absl::StrCat(item.kind, " without a device: its ", dimension,
+                                      " is unknown"));
+      }
+      continue;
+    }
+    if (!counted_devices.insert(item.device_id).second) {
+      add(out->mutable_not_counted())
+          ->set_reason("the device is already counted in this rack (its placement)");
+      continue;
+    }
+    const std::optional<int64_t>& value = item.*figure;
+    if (!value) {
+      add(out->mutable_unknown())->set_reason(absl::StrCat("device has no ", dimension, " figure"));
+      continue;
+    }
+    add(out->mutable_counted())->set_value(*value);
+    known_used += *value;
+  }
+  out->set_known_used(known_used);
+  out->set_items_with_unknown_value(out->unknown_size());
 }
 
 }  // namespace
@@ -71,22 +123,15 @@ absl::Status OccupancyLogic::GetRackCapacity(const Principal& p,
                                              v1::RackCapacity* out) {
   if (absl::Status s = CheckId("rack_id", req.rack_id()); !s.ok()) return s;
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    // Free units: every active slot counts as taken. Power and weight: the devices placed in
-    // this rack, known values summed, unknown ones counted apart.
+    // Free units: every active slot counts as taken. Power and weight: every active booking
+    // that holds space, with its device's figures (FillDimension says how each one counts).
     pqxx::result r = tx.exec_params(
         "SELECT r.unit_count, r.has_rear, r.power_budget_watts, r.weight_budget_kg, "
         "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
         "     AND s.released_at IS NULL AND s.side = 'front'), "
         "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
-        "     AND s.released_at IS NULL AND s.side = 'rear'), "
-        "  coalesce(sum(d.power_draw_watts), 0), count(d.id) FILTER (WHERE d.power_draw_watts IS "
-        "NULL), "
-        "  coalesce(sum(d.weight_kg), 0), count(d.id) FILTER (WHERE d.weight_kg IS NULL) "
-        "FROM racks r "
-        "LEFT JOIN bookings b ON b.rack_id = r.id AND b.kind = 'placement' AND b.released_at IS "
-        "NULL "
-        "LEFT JOIN devices d ON d.id = b.device_id "
-        "WHERE r.id = $1::uuid AND r.org_id = $2::uuid GROUP BY r.id",
+        "     AND s.released_at IS NULL AND s.side = 'rear') "
+        "FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
         req.rack_id(), p.org_id);
     if (r.empty()) return NotFound("rack", req.rack_id());
     const auto row = r[0];
@@ -96,8 +141,26 @@ absl::Status OccupancyLogic::GetRackCapacity(const Principal& p,
     out->set_has_rear(has_rear);
     out->set_free_front_units(unit_count - row[4].as<int>());
     out->set_free_rear_units(has_rear ? unit_count - row[5].as<int>() : 0);
-    FillDimension(row[2], row[6], row[7], out->mutable_power_watts());
-    FillDimension(row[3], row[8], row[9], out->mutable_weight_kg());
+
+    pqxx::result held = tx.exec_params(
+        "SELECT b.id::text, b.kind, coalesce(b.device_id::text, ''), d.power_draw_watts, "
+        "d.weight_kg FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
+        "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+        "ORDER BY b.kind <> 'placement', b.created_at, b.id",
+        req.rack_id());
+    std::vector<HeldItem> items;
+    items.reserve(held.size());
+    for (const auto& h : held) {
+      HeldItem item;
+      item.booking_id = h[0].as<std::string>();
+      item.kind = h[1].as<std::string>();
+      item.device_id = h[2].as<std::string>();
+      if (!h[3].is_null()) item.power_watts = h[3].as<int64_t>();
+      if (!h[4].is_null()) item.weight_kg = h[4].as<int64_t>();
+      items.push_back(std::move(item));
+    }
+    FillDimension(row[2], items, &HeldItem::power_watts, "power", out->mutable_power_watts());
+    FillDimension(row[3], items, &HeldItem::weight_kg, "weight", out->mutable_weight_kg());
     return absl::OkStatus();
   });
 }

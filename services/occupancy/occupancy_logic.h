@@ -30,9 +30,11 @@ class OccupancyLogic {
   // Geometry, budgets, and every active slot (unit order, front before rear) with the booking
   // and kind occupying it.
   absl::Status GetRack(const Principal& p, const v1::GetRackRequest& req, v1::Rack* out);
-  // Free units per side, power and weight each on its own; unknown draws and weights are
-  // counted as unknown, never added in. Every active slot counts as taken (a lapsed reservation
-  // the sweeper has not released yet is reported as taken, never as free).
+  // Free units per side, power and weight each on its own. Every active booking counts:
+  // placements and move holds with their device's figures, a rack reservation without a device
+  // as unknown, a blocking as holding no device; unknown draws and weights are listed with
+  // their reason, never added in. Every active slot counts as taken (a lapsed reservation the
+  // sweeper has not released yet is reported as taken, never as free).
   absl::Status GetRackCapacity(const Principal& p, const v1::GetRackCapacityRequest& req,
                                v1::RackCapacity* out);
   // Dry run: writes nothing.

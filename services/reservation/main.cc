@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "services/common/command_line.h"
 #include "services/common/rpc_gate.h"
 #include "services/common/server.h"
 #include "services/common/service_main.h"
@@ -20,13 +20,18 @@ ABSL_FLAG(int, reservation_max_ttl_seconds, 24 * 60 * 60, "the longest TTL a req
 
 int main(int argc, char** argv) {
   dcl::BlockTerminationSignals();
-  absl::ParseCommandLine(argc, argv);
+  dcl::ParseCommandLineOrExit(
+      argc, argv,
+      {"reservation_server",
+       "reservation_server: the ReservationService (Reserve, Convert, Cancel ...) on "
+       "127.0.0.1:50051.\n  reservation_server --database_url=CONNINFO [--listen=HOST:PORT] ...",
+       __FILE__, dcl::ServerSharedFlags()});
   dcl::reservation::ReservationOptions options;
   options.default_ttl_seconds = absl::GetFlag(FLAGS_reservation_default_ttl_seconds);
   options.max_ttl_seconds = absl::GetFlag(FLAGS_reservation_max_ttl_seconds);
   if (absl::Status valid = dcl::reservation::ValidateOptions(options); !valid.ok()) {
     std::fprintf(stderr, "reservation_server: %s\n", std::string(valid.message()).c_str());
-    return EXIT_FAILURE;  // misconfiguration: refuse to start
+    return dcl::kExitConfigurationError;  // refuse to start
   }
   return dcl::RunServiceMain(
       "reservation", "DCL_RESERVATION_LISTEN", "127.0.0.1:50051", [&](dcl::DbPool& pool) {

@@ -68,6 +68,8 @@ inline constexpr RpcOutcomes kRpcOutcomes[] = {
      "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: INVALID_TRANSITION"},
     {"dcl.v1.MoveService.GetMove", "OK; NOT_FOUND: NOT_FOUND"},
     {"dcl.v1.MoveService.ListMoves", "OK"},
+    {"dcl.v1.MoveService.ListLocationHistory", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.MoveService.CorrectLocation", "OK; NOT_FOUND: NOT_FOUND"},
     // The stream of an open move stays open: the client's deadline ends it (no detail).
     {"dcl.v1.MoveService.WatchMove",
      "OK; NOT_FOUND: NOT_FOUND; RESOURCE_EXHAUSTED: LIMIT_REACHED; DEADLINE_EXCEEDED"},

@@ -88,6 +88,12 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
        {R"(state: {enum:dcl.v1.MoveState} page_size: {int:0..5})",
         R"(device_id: "{device}" page_size: {int:0..5})"}},
       {"dcl.v1.MoveService.WatchMove", {R"(move_id: "{move}")"}},
+      {"dcl.v1.MoveService.ListLocationHistory",
+       {R"(device_id: "{device}" page_size: {int:0..5})"}},
+      {"dcl.v1.MoveService.CorrectLocation",
+       {R"(corrects_id: {int:1..40} reason: "miscounted" rack_id: "{rack}" side: {side}
+           first_unit: {unit} last_unit: {unit+})",
+        R"(corrects_id: {int:1..40} reason: "lost track" position_unknown: true)"}},
   };
   return templates;
 }

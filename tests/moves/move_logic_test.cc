@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/db.h"
+#include "schema/migrator.h"
 #include "services/common/status.h"
 #include "tests/moves/move_test_world.h"
 #include "tests/support/barrier.h"
@@ -310,6 +311,34 @@ TEST_CASE(
                                  move->id(), "' ORDER BY sequence DESC LIMIT 1")) == "not_moved");
 }
 
+TEST_CASE("migration 0007 makes devices of moves opened under the old rule moving, and only those") {
+  MoveWorld w("staging");
+  absl::StatusOr<v1::Move> open = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 7);
+  REQUIRE(open.ok());
+  // A move opened before the rule left its device as it was; a device whose move ended keeps
+  // its state.
+  w.db.Exec(absl::StrCat("UPDATE devices SET process_state = 'staging' WHERE id = '", w.device,
+                         "'"));
+  const std::string ended = testing::CreateDevice(w.db, w.org, w.site);
+  w.Place(ended, w.rack_a, v1::SIDE_FRONT, 30);
+  absl::StatusOr<v1::Move> cancelled = w.Start(ended, w.rack_b, v1::SIDE_FRONT, 30);
+  REQUIRE(cancelled.ok());
+  w.MustAdvance(cancelled->id(), v1::MOVE_CANCELLED);
+  REQUIRE(w.ProcessState(ended) == "normal");
+
+  std::string migration;
+  for (const MigrationFile& file : EmbeddedMigrationFiles()) {
+    if (file.file_name == "0007_moving_while_held.sql") migration = file.sql;
+  }
+  REQUIRE_FALSE(migration.empty());
+  w.db.Exec(migration);
+  CHECK(w.ProcessState(w.device) == "moving");
+  CHECK(w.ProcessState(ended) == "normal");
+  // And the move still ends in the state the device had before it.
+  w.MustAdvance(open->id(), v1::MOVE_CANCELLED);
+  CHECK(w.ProcessState(w.device) == "staging");
+}
+
 TEST_CASE("needs_reconcile settled as found at destination completes by promotion") {
   MoveWorld w;
   absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 7);
@@ -433,6 +462,28 @@ TEST_CASE("a move of another organization is NOT_FOUND") {
   adv.set_target(v1::MOVE_APPROVED);
   CHECK(ReasonOf(w.logic.AdvanceMove(stranger, adv, &out)) == v1::NOT_FOUND);
   CHECK(ReasonOf(w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5).status()) == v1::MOVE_ALREADY_OPEN);
+}
+
+TEST_CASE("move_events refuses UPDATE, DELETE and TRUNCATE, naming its trigger") {
+  MoveWorld w;
+  absl::StatusOr<v1::Move> move = w.Start(w.device, w.rack_b, v1::SIDE_FRONT, 5);
+  REQUIRE(move.ok());
+  w.MustAdvance(move->id(), v1::MOVE_APPROVED);
+  const std::string before = w.db.Scalar(
+      "SELECT string_agg(e::text, '|' ORDER BY id) FROM move_events e");
+  CHECK_THROWS(w.db.Exec("UPDATE move_events SET note = 'rewritten'"));
+  CHECK_THROWS(w.db.Exec("DELETE FROM move_events"));
+  CHECK_THROWS(w.db.Exec("TRUNCATE move_events"));
+  absl::StatusOr<GuardedResult> r = w.pool->Transact([&](pqxx::work& tx) {
+    return absl::StatusOr<GuardedResult>(
+        GuardedExec(tx, "DELETE FROM move_events WHERE note <> $1[1] RETURNING id", {"x"}));
+  });
+  REQUIRE(r.ok());
+  CHECK(r->violated_constraint == "move_events_append_only");
+  CHECK(w.db.Scalar("SELECT string_agg(e::text, '|' ORDER BY id) FROM move_events e") == before);
+  // Appending goes on.
+  w.MustAdvance(move->id(), v1::MOVE_CANCELLED);
+  CHECK(w.db.Count("SELECT count(*) FROM move_events") == 3);
 }
 
 TEST_CASE("location_history refuses UPDATE and DELETE; a correction is a new row") {

@@ -11,6 +11,7 @@
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_gate.h"
+#include "services/moves/move_logic.h"
 #include "services/occupancy/occupancy_logic.h"
 #include "services/occupancy/occupancy_service.h"
 #include "tests/support/barrier.h"
@@ -366,6 +367,160 @@ TEST_CASE(
   CHECK(detail->reason() == v1::INVALID_INPUT);
   CHECK(detail->metadata().at("field") == "request");
   CHECK(db.Count("SELECT count(*) FROM bookings") == 0);
+}
+
+// A rack with a 1000 W budget: a move's destination held for a 600 W device, a rack reservation
+// for a machine nobody has named yet, and a blocking. Asked over gRPC as the DC tooling asks.
+TEST_CASE("capacity over gRPC counts a move hold with its device and a rack reservation as unknown") {
+  testing::TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "FRA1");
+  const std::string source_rack = testing::CreateRack(db, org, site, testing::RackSpec{"A"});
+  testing::RackSpec budgeted{"B"};
+  budgeted.power_budget_watts = 1000;
+  budgeted.weight_budget_kg = 800;
+  const std::string rack = testing::CreateRack(db, org, site, budgeted);
+  testing::DeviceSpec known;
+  known.power_draw_watts = 600;
+  known.weight_kg = 25;
+  const std::string device = testing::CreateDevice(db, org, site, known);
+  const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
+
+  auto pool = db.MakePool(4);
+  RpcGate gate(*pool);
+  OccupancyLogic logic(*pool);
+  OccupancyServiceImpl service(gate, logic);
+  testing::InProcessServer server(pool.get(), {{"dcl.v1.OccupancyService", &service}});
+  auto stub = v1::OccupancyService::NewStub(server.Channel());
+
+  v1::PlaceDeviceRequest place;
+  place.set_rack_id(source_rack);
+  place.set_device_id(device);
+  place.set_side(v1::SIDE_FRONT);
+  place.set_unit(3);
+  v1::Booking placement;
+  REQUIRE(stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &placement).ok());
+  // The move's own write path holds the destination.
+  moves::MoveLogic moves(*pool);
+  v1::StartMoveRequest start;
+  start.set_device_id(device);
+  start.set_destination_rack_id(rack);
+  start.set_destination_side(v1::SIDE_FRONT);
+  start.set_destination_unit(20);
+  v1::Move move;
+  REQUIRE(moves.StartMove(testing::PrincipalFor(org, Role::kDcOperator), start, &move).ok());
+
+  v1::ReserveUnitsRequest reserve;
+  reserve.set_rack_id(rack);
+  reserve.set_side(v1::SIDE_FRONT);
+  reserve.set_first_unit(30);
+  reserve.set_last_unit(31);
+  reserve.set_reason("order 4711: a machine on its way");
+  v1::Booking reservation;
+  REQUIRE(stub->ReserveUnits(testing::ContextWithToken(token).get(), reserve, &reservation).ok());
+  v1::BlockUnitsRequest block;
+  block.set_rack_id(rack);
+  block.set_side(v1::SIDE_FRONT);
+  block.set_first_unit(40);
+  block.set_last_unit(40);
+  block.set_reason("patch panel");
+  v1::Booking blocking;
+  REQUIRE(stub->BlockUnits(testing::ContextWithToken(token).get(), block, &blocking).ok());
+
+  v1::GetRackCapacityRequest req;
+  req.set_rack_id(rack);
+  v1::RackCapacity cap;
+  REQUIRE(stub->GetRackCapacity(testing::ContextWithToken(token).get(), req, &cap).ok());
+  const v1::CapacityDimension& power = cap.power_watts();
+  CHECK(power.budget_known());
+  CHECK(power.budget() == 1000);
+  CHECK(power.known_used() == 600);
+  CHECK(power.items_with_unknown_value() == 1);
+  REQUIRE(power.counted_size() == 1);
+  CHECK(power.counted(0).booking_id() == move.move_hold_booking_id());
+  CHECK(power.counted(0).kind() == v1::BOOKING_MOVE_HOLD);
+  CHECK(power.counted(0).device_id() == device);
+  CHECK(power.counted(0).value() == 600);
+  REQUIRE(power.unknown_size() == 1);
+  CHECK(power.unknown(0).booking_id() == reservation.id());
+  CHECK(power.unknown(0).kind() == v1::BOOKING_RESERVATION);
+  CHECK(power.unknown(0).device_id().empty());
+  CHECK(power.unknown(0).reason() == "rack reservation: what will stand there is unknown");
+  REQUIRE(power.not_counted_size() == 1);
+  CHECK(power.not_counted(0).booking_id() == blocking.id());
+  CHECK(power.not_counted(0).kind() == v1::BOOKING_BLOCKING);
+  CHECK(power.not_counted(0).reason() == "blocking: holds no device, adds no power");
+
+  const v1::CapacityDimension& weight = cap.weight_kg();
+  CHECK(weight.budget() == 800);
+  CHECK(weight.known_used() == 25);
+  CHECK(weight.items_with_unknown_value() == 1);
+  REQUIRE(weight.unknown_size() == 1);
+  CHECK(weight.unknown(0).booking_id() == reservation.id());
+  REQUIRE(weight.not_counted_size() == 1);
+  CHECK(weight.not_counted(0).reason() == "blocking: holds no device, adds no weight");
+
+  // The source rack still carries the device's placement: the machine stands there until the
+  // move completes. Without a budget the figures are still given.
+  req.set_rack_id(source_rack);
+  REQUIRE(stub->GetRackCapacity(testing::ContextWithToken(token).get(), req, &cap).ok());
+  CHECK_FALSE(cap.power_watts().budget_known());
+  CHECK(cap.power_watts().known_used() == 600);
+  REQUIRE(cap.power_watts().counted_size() == 1);
+  CHECK(cap.power_watts().counted(0).booking_id() == placement.id());
+}
+
+TEST_CASE("capacity over gRPC: a device without figures is unknown, and counted once per rack") {
+  testing::TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "FRA1");
+  testing::RackSpec budgeted;
+  budgeted.power_budget_watts = 1000;
+  const std::string rack = testing::CreateRack(db, org, site, budgeted);
+  const std::string unknown_device = testing::CreateDevice(db, org, site);  // no figures
+  const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
+
+  auto pool = db.MakePool(4);
+  RpcGate gate(*pool);
+  OccupancyLogic logic(*pool);
+  OccupancyServiceImpl service(gate, logic);
+  testing::InProcessServer server(pool.get(), {{"dcl.v1.OccupancyService", &service}});
+  auto stub = v1::OccupancyService::NewStub(server.Channel());
+
+  v1::PlaceDeviceRequest place;
+  place.set_rack_id(rack);
+  place.set_device_id(unknown_device);
+  place.set_side(v1::SIDE_FRONT);
+  place.set_unit(3);
+  v1::Booking placement;
+  REQUIRE(stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &placement).ok());
+  // A move inside the same rack: the machine draws its power once, wherever it stands.
+  moves::MoveLogic moves(*pool);
+  v1::StartMoveRequest start;
+  start.set_device_id(unknown_device);
+  start.set_destination_rack_id(rack);
+  start.set_destination_side(v1::SIDE_FRONT);
+  start.set_destination_unit(10);
+  v1::Move move;
+  REQUIRE(moves.StartMove(testing::PrincipalFor(org, Role::kDcOperator), start, &move).ok());
+
+  v1::GetRackCapacityRequest req;
+  req.set_rack_id(rack);
+  v1::RackCapacity cap;
+  REQUIRE(stub->GetRackCapacity(testing::ContextWithToken(token).get(), req, &cap).ok());
+  const v1::CapacityDimension& power = cap.power_watts();
+  CHECK(power.known_used() == 0);
+  CHECK(power.items_with_unknown_value() == 1);
+  CHECK(power.counted_size() == 0);
+  REQUIRE(power.unknown_size() == 1);
+  CHECK(power.unknown(0).booking_id() == placement.id());
+  CHECK(power.unknown(0).device_id() == unknown_device);
+  CHECK(power.unknown(0).reason() == "device has no power figure");
+  REQUIRE(power.not_counted_size() == 1);
+  CHECK(power.not_counted(0).booking_id() == move.move_hold_booking_id());
+  CHECK(power.not_counted(0).reason() ==
+        "the device is already counted in this rack (its placement)");
+  CHECK(cap.weight_kg().unknown(0).reason() == "device has no weight figure");
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ namespace {
 struct Ids {
   std::string site, rack, rack_free, device, device_to_move, reservation, reservation_key,
       service, binding, booking, move;
+  int64_t location_record = 0;  // a row of the moved device's location history
 };
 
 // All three services behind one in-process server, as separate binaries would run them.
@@ -229,6 +230,23 @@ std::map<Rpc, Call> Calls() {
     }
     return reader->Finish();
   };
+  calls[Rpc::kListLocationHistory] = [](Suite& s, const std::string& t, const Ids& ids) {
+    v1::ListLocationHistoryRequest r;
+    r.set_device_id(ids.device);
+    return Unary<v1::ListLocationHistoryRequest, v1::ListLocationHistoryResponse>(
+        *s.moves, &MS::ListLocationHistory, t, r);
+  };
+  calls[Rpc::kCorrectLocation] = [](Suite& s, const std::string& t, const Ids& ids) {
+    v1::CorrectLocationRequest r;
+    r.set_corrects_id(ids.location_record);
+    r.set_reason("the rack label was misread");
+    r.set_rack_id(ids.rack_free);
+    r.set_side(v1::SIDE_FRONT);
+    r.set_first_unit(1);
+    r.set_last_unit(1);
+    return Unary<v1::CorrectLocationRequest, v1::LocationRecord>(*s.moves,
+                                                                 &MS::CorrectLocation, t, r);
+  };
   return calls;
 }
 
@@ -285,6 +303,9 @@ Ids Populate(testing::TestDatabase& db, Suite& suite, const std::string& org,
   v1::Move move;
   REQUIRE(suite.moves->StartMove(testing::ContextWithToken(op).get(), start, &move).ok());
   ids.move = move.id();
+  ids.location_record = db.Count(absl::StrCat(
+      "SELECT max(id) FROM location_history WHERE device_id = '", ids.device, "'"));
+  REQUIRE(ids.location_record > 0);
 
   v1::ReserveRequest reserve;
   ids.reservation_key = "order-1001";
