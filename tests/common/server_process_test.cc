@@ -38,7 +38,7 @@ TEST_CASE("SIGTERM with a call in flight: the call completes and the server exit
   const std::string token = testing::CreateTokenFor(db, org, Role::kCommerce);
   testing::ChildProcess server(
       testing::RunfilesBinary("services/reservation/reservation_server"),
-      {"--database_url=" + db.url(), "--listen=127.0.0.1:0", "--shutdown_grace_seconds=20"});
+      {"--database_url=" + db.service_url(), "--listen=127.0.0.1:0", "--shutdown_grace_seconds=20"});
   const int port = ServingPort(server);
   REQUIRE(port > 0);
   auto stub = v1::ReservationService::NewStub(grpc::CreateChannel(

@@ -717,7 +717,7 @@ int Main() {
   servers[1].service = v1::OccupancyService::service_full_name();
   servers[2].binary = "services/moves/moves_server";
   servers[2].service = v1::MoveService::service_full_name();
-  for (ServerProcess& server : servers) Start(server, db.url());
+  for (ServerProcess& server : servers) Start(server, db.service_url());
 
   std::vector<const google::protobuf::ServiceDescriptor*> services;
   for (const ServerProcess& server : servers) {
@@ -801,7 +801,7 @@ int Main() {
                   death.how.c_str(), server.port);
       std::fflush(stdout);
       const int port = server.port;
-      Start(server, db.url(), port);
+      Start(server, db.service_url(), port);
       death.restarted = Clock::now();
       server.deaths.push_back(death);
       server.last_alive = Clock::now();
@@ -864,7 +864,7 @@ int Main() {
                                  suspects[d][i].request, "}"));
       }
       // Each confirmation starts a process of its own: the first few deaths are enough.
-      if (d < 3) ConfirmKiller(server, db.url(), generator, legend, suspects[d], report);
+      if (d < 3) ConfirmKiller(server, db.service_url(), generator, legend, suspects[d], report);
     }
   }
 

@@ -2,6 +2,7 @@
 // operator's tooling reads and corrects it: newest first, paged, corrections inside the row they
 // correct; a correction needs a reason, is a new row, and never changes the row it corrects.
 #include <catch2/catch.hpp>
+#include <pqxx/pqxx>
 #include <string>
 #include <vector>
 
@@ -229,6 +230,34 @@ TEST_CASE("a correction is a new row beside the one it corrects, which never cha
   status = s.Correct(elsewhere, &refused);
   CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
   CHECK(w.db.Count("SELECT count(*) FROM location_history") == 4);
+}
+
+TEST_CASE("the services' role owns no table and cannot switch the append-only rule off") {
+  MoveWorld w;
+  pqxx::connection service(w.db.service_url());
+  {
+    pqxx::nontransaction tx(service);
+    CHECK(tx.exec1("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' "
+                   "AND tableowner = current_user")[0]
+              .as<int>() == 0);
+    CHECK(tx.exec1("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")[0].as<bool>() ==
+          false);
+  }
+  // The history tables as the services see them: readable, appendable, nothing more.
+  for (const std::string& statement :
+       {std::string("ALTER TABLE location_history DISABLE TRIGGER USER"),
+        std::string("ALTER TABLE move_events DISABLE TRIGGER USER"),
+        std::string("SET session_replication_role = replica"),
+        std::string("TRUNCATE location_history"), std::string("DELETE FROM move_events"),
+        std::string("UPDATE location_history SET note = 'rewritten'"),
+        std::string("INSERT INTO schema_migrations (version, name, checksum) "
+                    "VALUES (999, 'x', 'y')")}) {
+    INFO(statement);
+    pqxx::work tx(service);
+    CHECK_THROWS_AS(tx.exec(statement), pqxx::insufficient_privilege);
+  }
+  pqxx::work reads(service);
+  CHECK(reads.exec1("SELECT count(*) FROM location_history")[0].as<int>() >= 0);
 }
 
 }  // namespace

@@ -39,6 +39,8 @@ TestDatabase::TestDatabase(bool empty) : name_(UniqueName()) {
   pqxx::nontransaction tx(admin);
   tx.exec(absl::StrCat("CREATE DATABASE ", name_, " TEMPLATE ", source));
   url_ = absl::StrCat(base, " dbname=", name_);
+  // libpq takes the last of repeated keywords: this user replaces the base's.
+  service_url_ = absl::StrCat(url_, " user=", RequiredEnv("DCL_TEST_SERVICE_ROLE"));
 }
 
 TestDatabase::~TestDatabase() {
@@ -53,7 +55,7 @@ TestDatabase::~TestDatabase() {
 
 std::unique_ptr<DbPool> TestDatabase::MakePool(int size) const {
   DbOptions options;
-  options.url = url_;
+  options.url = service_url_;
   options.pool_size = size;
   options.acquire_timeout = absl::Seconds(30);
   return std::make_unique<DbPool>(options);

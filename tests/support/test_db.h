@@ -21,9 +21,14 @@ class TestDatabase {
   TestDatabase& operator=(const TestDatabase&) = delete;
   ~TestDatabase();
 
+  // As the owner of every table (the migrating role): for fixtures, migrations and audits.
   const std::string& url() const { return url_; }
+  // As the services connect: a member of dcl_app that owns nothing (migration 0009), so the
+  // tests run the services with the privileges they have in production.
+  const std::string& service_url() const { return service_url_; }
   const std::string& name() const { return name_; }
 
+  // A pool as a service has it: connected with service_url().
   std::unique_ptr<DbPool> MakePool(int size = 16) const;
   std::unique_ptr<pqxx::connection> Connect() const;
 
@@ -36,6 +41,7 @@ class TestDatabase {
  private:
   std::string name_;
   std::string url_;
+  std::string service_url_;
 };
 
 // The admin connection string (database "postgres") of the test cluster.

@@ -79,7 +79,7 @@ TEST_CASE("a hold that lapses while Convert runs ends converted with a binding o
 
   // Sweepers: the real daemon every second, and the sweep function in a tight loop so that a
   // sweep's batch and a Convert meet on the same rows as often as possible.
-  SweeperProcess daemon({"--database_url=" + db.url(), "--interval_seconds=1", "--batch_size=5"});
+  SweeperProcess daemon({"--database_url=" + db.service_url(), "--interval_seconds=1", "--batch_size=5"});
   SweeperOptions tight_options;
   tight_options.name = "tight";
   tight_options.batch_size = 5;

@@ -28,7 +28,7 @@ using testing::SweeperProcess;
 using testing::TestDatabase;
 using testing::WaitUntil;
 
-std::string DbArg(const TestDatabase& db) { return "--database_url=" + db.url(); }
+std::string DbArg(const TestDatabase& db) { return "--database_url=" + db.service_url(); }
 
 int64_t CountState(const TestDatabase& db, const std::string& key_prefix,
                    const std::string& state) {
@@ -143,7 +143,7 @@ TEST_CASE("--once sweeps what is due and exits 0; an unreachable database exits 
   CHECK(*failed_status == 1);
   CHECK(unreachable.Log().find("sweep failed") != std::string::npos);
 
-  SweeperProcess misconfigured({"--database_url=" + db.url(), "--once", "--batch_size=0"});
+  SweeperProcess misconfigured({"--database_url=" + db.service_url(), "--once", "--batch_size=0"});
   const std::optional<int> bad_flag_status = misconfigured.WaitForExit(30s);
   REQUIRE(bad_flag_status.has_value());
   CHECK(*bad_flag_status == 2);

@@ -209,7 +209,7 @@ CREATE TRIGGER slow_down BEFORE UPDATE ON reservations
   FOR EACH ROW EXECUTE FUNCTION slow_down();
 )sql");
   DbOptions options;
-  options.url = db.url();
+  options.url = db.service_url();
   options.pool_size = 2;
   options.statement_timeout_ms = 200;
   DbPool pool(options);
