@@ -26,6 +26,8 @@
 ABSL_FLAG(int, interval_seconds, 60, "seconds between the end of a sweep and the next one");
 ABSL_FLAG(bool, once, false, "run one sweep and exit (0 = success, 1 = failure, 2 = bad configuration)");
 ABSL_FLAG(int, batch_size, 1000, "rows per transaction");
+ABSL_FLAG(int, request_retention_hours, 7 * 24,
+          "hours a client request id is kept for replays before it is deleted");
 ABSL_FLAG(std::string, sweeper_name, "",
           "this instance's row in sweeper_status (default: sweeper@<host name>)");
 
@@ -86,6 +88,12 @@ int main(int argc, char** argv) {
     spdlog::critical("--batch_size must be between 1 and 100000, not {}", batch_size);
     return dcl::kExitConfigurationError;
   }
+  const int retention_hours = absl::GetFlag(FLAGS_request_retention_hours);
+  if (retention_hours < 1 || retention_hours > 90 * 24) {
+    spdlog::critical("--request_retention_hours must be between 1 and 2160, not {}",
+                     retention_hours);
+    return 2;
+  }
   // One batch at a time needs one connection, plus one when a broken one is being replaced.
   db_options.pool_size = std::min(db_options.pool_size, 2);
 
@@ -94,6 +102,7 @@ int main(int argc, char** argv) {
                                 DefaultName());
   options.interval = absl::Seconds(interval_seconds);
   options.batch_size = batch_size;
+  options.request_retention = absl::Hours(retention_hours);
 
   dcl::DbPool pool(db_options);
   dcl::Sweeper sweeper(pool, options);

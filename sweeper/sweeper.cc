@@ -64,6 +64,20 @@ WITH due AS (
 SELECT (SELECT count(*) FROM headers), (SELECT count(*) FROM slots)
 )sql";
 
+// Client request ids older than the retention (services/common/request_ledger.h). A row locked
+// by a write replaying it right now is skipped and deleted next time.
+constexpr char kDeleteRequestBatchSql[] = R"sql(
+WITH due AS (
+  SELECT org_id, request_id FROM client_requests
+  WHERE created_at < now() - $2::bigint * interval '1 second'
+  ORDER BY created_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+)
+DELETE FROM client_requests c USING due
+WHERE c.org_id = due.org_id AND c.request_id = due.request_id
+)sql";
+
 constexpr char kRecordSuccessSql[] = R"sql(
 INSERT INTO sweeper_status AS s (name, last_success_at, last_reservations_expired,
                                  last_bookings_released, last_duration_ms, updated_at)
@@ -119,6 +133,15 @@ absl::StatusOr<int64_t> Sweeper::ReleaseBookingBatch() {
   });
 }
 
+absl::StatusOr<int64_t> Sweeper::DeleteRequestBatch() {
+  return pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<int64_t> {
+    pqxx::result result =
+        tx.exec_params(kDeleteRequestBatchSql, options_.batch_size,
+                       absl::ToInt64Seconds(options_.request_retention));
+    return static_cast<int64_t>(result.affected_rows());
+  });
+}
+
 absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
   const absl::Time start = clock_.Now();
   SweepResult result;
@@ -142,8 +165,9 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
       if (*changed < options_.batch_size) return true;
     }
   };
-  if (drain(&Sweeper::ExpireReservationBatch, result.reservations_expired)) {
-    drain(&Sweeper::ReleaseBookingBatch, result.bookings_released);
+  if (drain(&Sweeper::ExpireReservationBatch, result.reservations_expired) &&
+      drain(&Sweeper::ReleaseBookingBatch, result.bookings_released)) {
+    drain(&Sweeper::DeleteRequestBatch, result.requests_deleted);
   }
   result.duration = clock_.Now() - start;
   const int64_t duration_ms = absl::ToInt64Milliseconds(result.duration);
@@ -170,9 +194,11 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
     return recorded;
   }
   ++sweeps_succeeded_;
-  spdlog::info("sweep: expired {} holds, released {} rack reservations in {} batches, {} ms",
-               result.reservations_expired, result.bookings_released, result.batches,
-               duration_ms);
+  spdlog::info(
+      "sweep: expired {} holds, released {} rack reservations, deleted {} client request ids in "
+      "{} batches, {} ms",
+      result.reservations_expired, result.bookings_released, result.requests_deleted,
+      result.batches, duration_ms);
   return result;
 }
 

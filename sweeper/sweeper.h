@@ -1,5 +1,5 @@
-// The sweeper: housekeeping that moves lapsed holds to `expired` and releases lapsed rack
-// reservations, batch by batch, so that abandoned checkouts return machines and rack units to
+// The sweeper: housekeeping that moves lapsed holds to `expired`, releases lapsed rack
+// reservations and deletes client request ids past their retention, batch by batch, so that abandoned checkouts return machines and rack units to
 // stock within an interval.
 //
 // The sweeper is a cleaner, not a guard. Every deadline is enforced where it is used (Convert
@@ -53,12 +53,16 @@ struct SweeperOptions {
   absl::Duration interval = absl::Seconds(60);
   // Rows per transaction. Small enough that no transaction stays long.
   int batch_size = 1000;
+  // How long a client request id is kept (services/common/request_ledger.h): a retry later than
+  // this runs its write again. Long enough for any client's retry loop and a weekend's outage.
+  absl::Duration request_retention = absl::Hours(7 * 24);
 };
 
 // What one sweep did.
 struct SweepResult {
   int64_t reservations_expired = 0;
   int64_t bookings_released = 0;
+  int64_t requests_deleted = 0;  // client request ids past their retention
   int batches = 0;  // committed batches (transactions that changed rows)
   absl::Duration duration;
   // False when a stop request ended the sweep between two batches (rows may still be due).
@@ -76,7 +80,8 @@ class Sweeper {
   Sweeper& operator=(const Sweeper&) = delete;
 
   // One sweep: expires due holds batch by batch until none is left, then releases lapsed rack
-  // reservation bookings the same way, then records the success in sweeper_status. Stops
+  // reservation bookings the same way, then deletes client request ids older than the
+  // retention the same way, then records the success in sweeper_status. Stops
   // between batches once RequestStop() was called (result.complete = false, nothing recorded).
   // A database failure ends the sweep with its status (already committed batches stay) and is
   // recorded as the last failure when the database still answers.
@@ -98,6 +103,7 @@ class Sweeper {
   // One transaction each; the number of rows changed.
   absl::StatusOr<int64_t> ExpireReservationBatch();
   absl::StatusOr<int64_t> ReleaseBookingBatch();
+  absl::StatusOr<int64_t> DeleteRequestBatch();
   absl::Status RecordSuccess(const SweepResult& result);
   void RecordFailure(const absl::Status& status);
 

@@ -1,4 +1,4 @@
-// Every RPC of the three services, and which roles may call it: one record over all RPCs,
+// Every RPC of the four services, and which roles may call it: one record over all RPCs,
 // indexed by the Rpc enum and checked complete at compile time. An RPC without an entry cannot
 // be dispatched through the gate (rpc_gate.h), so it is denied, never silently allowed; a test
 // checks this table against the services' descriptors.
@@ -48,6 +48,20 @@ enum class Rpc : uint8_t {
   kWatchMove,
   kListLocationHistory,
   kCorrectLocation,
+  // InventoryService
+  kCreateSite,
+  kGetSite,
+  kListSites,
+  kCreateRack,
+  kInventoryGetRack,  // InventoryService.GetRack (OccupancyService.GetRack is kGetRack)
+  kListRacks,
+  kUpdateRack,
+  kRegisterDevice,
+  kGetDevice,
+  kListDevices,
+  kUpdateDevice,
+  kSetDeviceState,
+  kDecommissionDevice,
   kCount,
 };
 inline constexpr size_t kRpcCount = static_cast<size_t>(Rpc::kCount);
@@ -87,6 +101,21 @@ inline constexpr std::array<RpcInfo, kRpcCount> kRpcTable = {{
     {Rpc::kWatchMove, "/dcl.v1.MoveService/WatchMove", kOperator},
     {Rpc::kListLocationHistory, "/dcl.v1.MoveService/ListLocationHistory", kOperator},
     {Rpc::kCorrectLocation, "/dcl.v1.MoveService/CorrectLocation", kOperator},
+    // Operators keep the inventory; commerce reads the sites and devices it sells from (the
+    // site ids of Reserve's criteria, what stock exists). Racks are the operators' alone.
+    {Rpc::kCreateSite, "/dcl.v1.InventoryService/CreateSite", kOperator},
+    {Rpc::kGetSite, "/dcl.v1.InventoryService/GetSite", kOperator | kCommerce},
+    {Rpc::kListSites, "/dcl.v1.InventoryService/ListSites", kOperator | kCommerce},
+    {Rpc::kCreateRack, "/dcl.v1.InventoryService/CreateRack", kOperator},
+    {Rpc::kInventoryGetRack, "/dcl.v1.InventoryService/GetRack", kOperator},
+    {Rpc::kListRacks, "/dcl.v1.InventoryService/ListRacks", kOperator},
+    {Rpc::kUpdateRack, "/dcl.v1.InventoryService/UpdateRack", kOperator},
+    {Rpc::kRegisterDevice, "/dcl.v1.InventoryService/RegisterDevice", kOperator},
+    {Rpc::kGetDevice, "/dcl.v1.InventoryService/GetDevice", kOperator | kCommerce},
+    {Rpc::kListDevices, "/dcl.v1.InventoryService/ListDevices", kOperator | kCommerce},
+    {Rpc::kUpdateDevice, "/dcl.v1.InventoryService/UpdateDevice", kOperator},
+    {Rpc::kSetDeviceState, "/dcl.v1.InventoryService/SetDeviceState", kOperator},
+    {Rpc::kDecommissionDevice, "/dcl.v1.InventoryService/DecommissionDevice", kOperator},
 }};
 
 // Every slot filled, in enum order: a missing or misplaced entry fails the build.

@@ -22,6 +22,9 @@
 
 namespace dcl {
 
+// The response header that marks a replayed answer of a write (services/common/request_ledger.h).
+inline constexpr char kReplayHeader[] = "dcl-replay";
+
 class RpcGate {
  public:
   explicit RpcGate(DbPool& pool) : pool_(pool) {}
@@ -47,6 +50,20 @@ class RpcGate {
     }
     LogCall(rpc, principal.ok() ? &*principal : nullptr, status, absl::Now() - start);
     return ToGrpcStatus(status);
+  }
+
+  // A write RPC that may replay an earlier answer (request_ledger.h). fn:
+  // absl::Status(const Principal&, bool* replayed); when it sets *replayed and succeeds, the
+  // response carries the header `dcl-replay: true`. The replay is signalled in metadata, not in
+  // the response message, so that every write RPC signals it the same way whatever it returns.
+  template <typename Fn>
+  grpc::Status RunWrite(grpc::ServerContext* ctx, Rpc rpc, const google::protobuf::Message& request,
+                        Fn&& fn) {
+    bool replayed = false;
+    grpc::Status status =
+        Run(ctx, rpc, request, [&](const Principal& p) { return fn(p, &replayed); });
+    if (status.ok() && replayed) ctx->AddInitialMetadata(kReplayHeader, "true");
+    return status;
   }
 
   // Authentication, role and module switch, in that order.

@@ -25,6 +25,20 @@ inline constexpr int64_t kMaxPageSize = 500;
 inline constexpr int64_t kMaxHoldTtlSeconds = 7 * 24 * 3600;
 // A reservation of rack units longer than 90 days is a typo, not a plan.
 inline constexpr int64_t kMaxRackReservationTtlSeconds = 90LL * 24 * 3600;
+// Rack geometry, as the schema bounds it (racks_first_unit_bounded, racks_unit_count_positive):
+// every unit of every rack stays within 0..kMaxRackUnit.
+inline constexpr int64_t kMaxRackFirstUnit = 900;
+inline constexpr int64_t kMaxRackUnitCount = 100;
+static_assert(kMaxRackFirstUnit + kMaxRackUnitCount - 1 <= kMaxRackUnit,
+              "every unit of every rack must be a unit a request can name");
+// A device's height (devices_height_positive).
+inline constexpr int64_t kMaxDeviceHeightUnits = 20;
+// Budgets and device figures: far above any real rack or machine, far below int32 overflow
+// when a rack's worth of them is summed in 64 bits.
+inline constexpr int64_t kMaxRackPowerWatts = 1000000;
+inline constexpr int64_t kMaxRackWeightKg = 100000;
+inline constexpr int64_t kMaxDevicePowerWatts = 100000;
+inline constexpr int64_t kMaxDeviceWeightKg = 10000;
 
 // The range one integer field of one request message may take, inclusive.
 struct IntegerRange {
@@ -56,6 +70,21 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.CorrectLocationRequest", "corrects_id", 1, INT64_MAX},
     {"dcl.v1.CorrectLocationRequest", "first_unit", 0, kMaxRackUnit},
     {"dcl.v1.CorrectLocationRequest", "last_unit", 0, kMaxRackUnit},
+    {"dcl.v1.ListSitesRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.RackGeometry", "first_unit", 0, kMaxRackFirstUnit},
+    {"dcl.v1.RackGeometry", "unit_count", 1, kMaxRackUnitCount},
+    {"dcl.v1.CreateRackRequest", "power_budget_watts", 0, kMaxRackPowerWatts},
+    {"dcl.v1.CreateRackRequest", "weight_budget_kg", 0, kMaxRackWeightKg},
+    {"dcl.v1.ListRacksRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.UpdateRackRequest", "power_budget_watts", 0, kMaxRackPowerWatts},
+    {"dcl.v1.UpdateRackRequest", "weight_budget_kg", 0, kMaxRackWeightKg},
+    {"dcl.v1.RegisterDeviceRequest", "height_units", 1, kMaxDeviceHeightUnits},
+    {"dcl.v1.RegisterDeviceRequest", "power_draw_watts", 0, kMaxDevicePowerWatts},
+    {"dcl.v1.RegisterDeviceRequest", "weight_kg", 0, kMaxDeviceWeightKg},
+    {"dcl.v1.ListDevicesRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.UpdateDeviceRequest", "height_units", 1, kMaxDeviceHeightUnits},
+    {"dcl.v1.UpdateDeviceRequest", "power_draw_watts", 0, kMaxDevicePowerWatts},
+    {"dcl.v1.UpdateDeviceRequest", "weight_kg", 0, kMaxDeviceWeightKg},
 };
 
 // The declared range of an integer field, or nullptr when the table has none.

@@ -85,9 +85,12 @@ struct RackRow {
 
 absl::StatusOr<RackRow> ReadRack(pqxx::transaction_base& tx, const Principal& principal,
                                  const std::string& rack_id) {
+  // FOR KEY SHARE: a geometry change (InventoryService.UpdateRack locks the rack FOR UPDATE)
+  // waits for this booking and then sees it, or this booking waits and plans against the new
+  // geometry. Bookings do not block each other here.
   pqxx::result r = tx.exec_params(
       "SELECT site_id::text, name, first_unit, unit_count, numbering, has_rear FROM racks "
-      "WHERE id = $1::uuid AND org_id = $2::uuid",
+      "WHERE id = $1::uuid AND org_id = $2::uuid FOR KEY SHARE",
       rack_id, principal.org_id);
   if (r.empty()) return NotFound("rack", rack_id);
   RackRow rack;
@@ -174,10 +177,20 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
     // exactly like an unknown one, placed or not. The global one-placement-per-device index and
     // the composite foreign key bookings_device_fk (ownership and same site) stay the final
     // boundary at the insert.
+    // FOR KEY SHARE orders this booking against the inventory's changes of the device
+    // (decommission, height or depth), which lock it FOR UPDATE: either they see this booking,
+    // or this read sees their result. Reserve's row lock does not conflict with it.
     pqxx::result d = tx.exec_params(
-        "SELECT height_units, depth_class FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
+        "SELECT height_units, depth_class, decommissioned_at IS NOT NULL FROM devices "
+        "WHERE id = $1::uuid AND org_id = $2::uuid FOR KEY SHARE",
         spec.device_id, principal.org_id);
     if (d.empty()) return NotFound("device", spec.device_id);
+    if (d[0][2].as<bool>()) {
+      // Enforced here, not in the schema: a retired machine takes no space.
+      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_DECOMMISSIONED,
+                   absl::StrCat("device ", spec.device_id, " is decommissioned"))
+          .Meta("device_id", spec.device_id);
+    }
     request.device_footprint = true;
     request.anchor_unit = spec.first_unit;
     request.height = d[0][0].as<int>();

@@ -17,6 +17,11 @@
 // yet) does not block: it is released in the same transaction, with a recorded reason, and the
 // insert is retried. Deadlines are read from the database clock (now()).
 //
+// The rack and, for a device footprint, the device are read FOR KEY SHARE: bookings never wait
+// for each other there, but the inventory's changes (InventoryService.UpdateRack, UpdateDevice,
+// DecommissionDevice lock the row FOR UPDATE) are ordered against every booking in flight. A
+// decommissioned device is refused (FAILED_PRECONDITION DEVICE_DECOMMISSIONED).
+//
 // Every function is scoped by principal.org_id: a rack, booking or device of another
 // organization is NOT_FOUND with the same words as an unknown id, resolved before anything else
 // is read about it (the global indexes and composite foreign keys stay the final boundary).

@@ -1,4 +1,7 @@
-// occupancy_server: the OccupancyService on 127.0.0.1:50052 (--listen or DCL_OCCUPANCY_LISTEN).
+// occupancy_server: the OccupancyService and the InventoryService on 127.0.0.1:50052 (--listen or
+// DCL_OCCUPANCY_LISTEN). Inventory lives here because racks and devices are what occupancy books
+// against: a rack's geometry change is checked against its active bookings, a device's height
+// change against its placement, in the same database with the same pool.
 // Rack reservations without a TTL last --occupancy_reservation_ttl_seconds (4 h).
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +12,8 @@
 #include "services/common/rpc_gate.h"
 #include "services/common/server.h"
 #include "services/common/service_main.h"
+#include "services/inventory/inventory_logic.h"
+#include "services/inventory/inventory_service.h"
 #include "services/occupancy/occupancy_logic.h"
 #include "services/occupancy/occupancy_service.h"
 
@@ -36,8 +41,12 @@ int main(int argc, char** argv) {
         auto gate = std::make_shared<dcl::RpcGate>(pool);
         auto logic = std::make_shared<dcl::occupancy::OccupancyLogic>(pool, options);
         auto svc = std::make_shared<dcl::occupancy::OccupancyServiceImpl>(*gate, *logic);
+        auto inventory_logic = std::make_shared<dcl::inventory::InventoryLogic>(pool);
+        auto inventory =
+            std::make_shared<dcl::inventory::InventoryServiceImpl>(*gate, *inventory_logic);
         set.services.push_back({"dcl.v1.OccupancyService", svc.get()});
-        set.keep_alive = {gate, logic, svc};
+        set.services.push_back({"dcl.v1.InventoryService", inventory.get()});
+        set.keep_alive = {gate, logic, svc, inventory_logic, inventory};
         return set;
       });
 }

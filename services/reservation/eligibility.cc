@@ -14,6 +14,8 @@ const char* ExclusionName(Exclusion exclusion) {
       return "wrong_model";
     case Exclusion::kWrongHardwareProfile:
       return "wrong_hardware_profile";
+    case Exclusion::kDecommissioned:
+      return "decommissioned";
     case Exclusion::kStaging:
       return "not_ready_staging";
     case Exclusion::kMoving:
@@ -37,6 +39,8 @@ Exclusion Classify(const Criteria& criteria, const DeviceFacts& device) {
   if (!criteria.hardware_profile.empty() && device.hardware_profile != criteria.hardware_profile) {
     return Exclusion::kWrongHardwareProfile;
   }
+  // A retired machine is nobody's stock, whatever state it was left in.
+  if (device.decommissioned) return Exclusion::kDecommissioned;
   if (device.process_state == "staging") return Exclusion::kStaging;
   if (device.process_state == "moving") return Exclusion::kMoving;
   if (device.process_state == "in_transit") return Exclusion::kInTransit;

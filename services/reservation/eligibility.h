@@ -36,6 +36,7 @@ struct DeviceFacts {
   std::string process_state;  // normal | staging | moving | in_transit
   bool bound = false;         // an active service binding exists
   bool held = false;          // a reservation in a holding state exists
+  bool decommissioned = false;  // retired from inventory (devices.decommissioned_at set)
 };
 
 // Why a device dropped out; kEligible when it did not. The order of the enumerators is the
@@ -46,6 +47,7 @@ enum class Exclusion {
   kWrongVendor,
   kWrongModel,
   kWrongHardwareProfile,
+  kDecommissioned,
   kStaging,
   kMoving,
   kInTransit,
@@ -53,7 +55,7 @@ enum class Exclusion {
   kBoundToService,
   kHeldByAnotherOrder,
 };
-inline constexpr size_t kExclusionCount = 11;
+inline constexpr size_t kExclusionCount = 12;
 
 // The reason's name as clients see it ("wrong_site", "held_by_another_order", ...).
 const char* ExclusionName(Exclusion exclusion);

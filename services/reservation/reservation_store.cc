@@ -54,7 +54,8 @@ ReservationRecord RecordFromRow(const pqxx::row& row) {
 const char kFactsColumns[] =
     "d.id::text, d.site_id::text, d.vendor, d.model, d.hardware_profile, d.process_state, "
     "EXISTS (SELECT 1 FROM service_bindings b WHERE b.device_id = d.id AND b.ended_at IS NULL), "
-    "EXISTS (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held')";
+    "EXISTS (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held'), "
+    "d.decommissioned_at IS NOT NULL";
 
 // The narrowing filter of the candidate walk (Classify decides; this only keeps the walk short).
 // Correlated scalar subqueries on purpose, not NOT EXISTS: PostgreSQL turns NOT EXISTS into an
@@ -62,7 +63,7 @@ const char kFactsColumns[] =
 // scalar subquery stays a per-row probe of the partial unique indexes, so a call costs the rows
 // it walks past, not the number of machines sold.
 const char kLooksSellable[] =
-    "AND d.process_state = 'normal' "
+    "AND d.process_state = 'normal' AND d.decommissioned_at IS NULL "
     "AND (SELECT 1 FROM service_bindings b "
     "     WHERE b.device_id = d.id AND b.ended_at IS NULL LIMIT 1) IS NULL "
     "AND (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held' LIMIT 1) "
@@ -78,6 +79,7 @@ DeviceFacts FactsFromRow(const pqxx::row& row) {
   f.process_state = row[5].as<std::string>();
   f.bound = row[6].as<bool>();
   f.held = row[7].as<bool>();
+  f.decommissioned = row[8].as<bool>();
   return f;
 }
 
@@ -232,7 +234,8 @@ ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std
   // few device ids; Classify() turns each combination into a reason.
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT site_id, vendor, model, hardware_profile, process_state, bound, held, "
-                   "count(*), array_to_string((array_agg(id ORDER BY id))[1:$2], ',') "
+                   "count(*), array_to_string((array_agg(id ORDER BY id))[1:$2], ','), "
+                   "decommissioned "
                    "FROM (SELECT d.id::text, d.site_id::text, d.vendor, d.model, "
                    "d.hardware_profile, d.process_state, "
                    // Devices at other sites are wrong_site whatever else they are: their
@@ -240,10 +243,11 @@ ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std
                    "CASE WHEN d.site_id = $3::uuid THEN EXISTS (SELECT 1 FROM service_bindings b "
                    "  WHERE b.device_id = d.id AND b.ended_at IS NULL) ELSE false END, "
                    "CASE WHEN d.site_id = $3::uuid THEN EXISTS (SELECT 1 FROM reservations h "
-                   "  WHERE h.device_id = d.id AND h.state = 'held') ELSE false END "
+                   "  WHERE h.device_id = d.id AND h.state = 'held') ELSE false END, "
+                   "d.decommissioned_at IS NOT NULL "
                    "FROM devices d WHERE d.org_id = $1) AS f(id, site_id, vendor, model, "
-                   "hardware_profile, process_state, bound, held) "
-                   "GROUP BY 1, 2, 3, 4, 5, 6, 7"),
+                   "hardware_profile, process_state, bound, held, decommissioned) "
+                   "GROUP BY 1, 2, 3, 4, 5, 6, 7, 10"),
       org, max_listed, criteria.site_id);
   ExclusionSummary summary;
   for (const pqxx::row& row : rows) {
@@ -255,6 +259,7 @@ ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std
     facts.process_state = row[4].as<std::string>();
     facts.bound = row[5].as<bool>();
     facts.held = row[6].as<bool>();
+    facts.decommissioned = row[9].as<bool>();
     const int count = row[7].as<int>();
     const Exclusion exclusion = Classify(criteria, facts);
     summary.counts[static_cast<size_t>(exclusion)] += count;

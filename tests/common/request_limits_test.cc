@@ -1,5 +1,5 @@
 // The table of integer limits against the contracts, and the gate's field checks on hostile
-// requests: every integer field of every request of the three services has a declared range,
+// requests: every integer field of every request of the four services has a declared range,
 // no entry names a field that does not exist, and extreme values, unknown enum values and
 // bounds ± 1 are refused naming the field, nested fields by their path.
 #include <catch2/catch.hpp>
@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "dcl/v1/inventory.pb.h"
 #include "dcl/v1/moves.pb.h"
 #include "dcl/v1/occupancy.pb.h"
 #include "dcl/v1/reservation.pb.h"
@@ -49,7 +50,7 @@ std::set<std::string> RequestIntegerFields() {
   std::set<std::string> fields;
   for (const auto* file :
        {v1::ReserveRequest::descriptor()->file(), v1::PlaceDeviceRequest::descriptor()->file(),
-        v1::StartMoveRequest::descriptor()->file()}) {
+        v1::StartMoveRequest::descriptor()->file(), v1::CreateRackRequest::descriptor()->file()}) {
     for (int s = 0; s < file->service_count(); ++s) {
       for (int m = 0; m < file->service(s)->method_count(); ++m) {
         CollectIntegerFields(file->service(s)->method(m)->input_type(), &seen, &fields);
@@ -146,6 +147,49 @@ TEST_CASE("an enum value the contract does not define is refused naming the fiel
   v1::ListReservationsRequest list;
   list.set_state(static_cast<v1::ReservationState>(12345));
   CHECK(FieldOf(CheckRequestLimits(list)) == "state");
+}
+
+TEST_CASE("rack geometry and device figures are bounded as the schema bounds them, nested "
+          "geometry by its path") {
+  v1::CreateRackRequest rack;
+  rack.mutable_geometry()->set_first_unit(static_cast<int32_t>(kMaxRackFirstUnit));
+  rack.mutable_geometry()->set_unit_count(static_cast<int32_t>(kMaxRackUnitCount));
+  CHECK(CheckRequestLimits(rack).ok());
+  // The highest unit of the largest rack is still a unit every booking request may name.
+  CHECK(kMaxRackFirstUnit + kMaxRackUnitCount - 1 <= kMaxRackUnit);
+  rack.mutable_geometry()->set_first_unit(static_cast<int32_t>(kMaxRackFirstUnit) + 1);
+  CHECK(FieldOf(CheckRequestLimits(rack)) == "geometry.first_unit");
+  rack.mutable_geometry()->set_first_unit(-1);
+  CHECK(FieldOf(CheckRequestLimits(rack)) == "geometry.first_unit");
+  rack.mutable_geometry()->set_first_unit(1);
+  rack.mutable_geometry()->set_unit_count(static_cast<int32_t>(kMaxRackUnitCount) + 1);
+  CHECK(FieldOf(CheckRequestLimits(rack)) == "geometry.unit_count");
+  rack.mutable_geometry()->set_unit_count(42);
+  rack.set_power_budget_watts(-1);
+  CHECK(FieldOf(CheckRequestLimits(rack)) == "power_budget_watts");
+
+  v1::UpdateRackRequest update;
+  update.set_weight_budget_kg(INT32_MAX);
+  CHECK(FieldOf(CheckRequestLimits(update)) == "weight_budget_kg");
+  update.set_weight_budget_kg(0);  // optional: an explicit 0 clears the budget
+  CHECK(CheckRequestLimits(update).ok());
+
+  v1::RegisterDeviceRequest device;
+  device.set_height_units(static_cast<int32_t>(kMaxDeviceHeightUnits));
+  CHECK(CheckRequestLimits(device).ok());
+  device.set_height_units(static_cast<int32_t>(kMaxDeviceHeightUnits) + 1);
+  CHECK(FieldOf(CheckRequestLimits(device)) == "height_units");
+  device.set_height_units(1);
+  device.set_power_draw_watts(-5);
+  CHECK(FieldOf(CheckRequestLimits(device)) == "power_draw_watts");
+}
+
+TEST_CASE("a client request id is at most 36 bytes, like every id") {
+  v1::CreateSiteRequest site;
+  site.set_request_id(std::string(36, 'a'));
+  CHECK(CheckRequestLimits(site).ok());
+  site.set_request_id(std::string(37, 'a'));
+  CHECK(FieldOf(CheckRequestLimits(site)) == "request_id");
 }
 
 }  // namespace

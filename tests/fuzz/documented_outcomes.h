@@ -69,6 +69,32 @@ inline constexpr RpcOutcomes kRpcOutcomes[] = {
     {"dcl.v1.MoveService.GetMove", "OK; NOT_FOUND: NOT_FOUND"},
     {"dcl.v1.MoveService.ListMoves", "OK"},
     {"dcl.v1.MoveService.ListLocationHistory", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.InventoryService.CreateSite",
+     "OK; ALREADY_EXISTS: ALREADY_EXISTS; FAILED_PRECONDITION: REQUEST_ID_REUSED"},
+    {"dcl.v1.InventoryService.GetSite", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.InventoryService.ListSites", "OK"},
+    {"dcl.v1.InventoryService.CreateRack",
+     "OK; NOT_FOUND: NOT_FOUND; ALREADY_EXISTS: ALREADY_EXISTS; "
+     "FAILED_PRECONDITION: REQUEST_ID_REUSED"},
+    {"dcl.v1.InventoryService.GetRack", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.InventoryService.ListRacks", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.InventoryService.UpdateRack",
+     "OK; NOT_FOUND: NOT_FOUND; ALREADY_EXISTS: ALREADY_EXISTS; "
+     "FAILED_PRECONDITION: OUT_OF_BOUNDS REQUEST_ID_REUSED"},
+    {"dcl.v1.InventoryService.RegisterDevice",
+     "OK; NOT_FOUND: NOT_FOUND; ALREADY_EXISTS: ALREADY_EXISTS; "
+     "FAILED_PRECONDITION: REQUEST_ID_REUSED"},
+    {"dcl.v1.InventoryService.GetDevice", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.InventoryService.ListDevices", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.InventoryService.UpdateDevice",
+     "OK; NOT_FOUND: NOT_FOUND; ALREADY_EXISTS: ALREADY_EXISTS; "
+     "FAILED_PRECONDITION: DEVICE_IN_USE DEVICE_DECOMMISSIONED REQUEST_ID_REUSED"},
+    {"dcl.v1.InventoryService.SetDeviceState",
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: INVALID_TRANSITION MOVE_ALREADY_OPEN "
+     "DEVICE_DECOMMISSIONED REQUEST_ID_REUSED"},
+    {"dcl.v1.InventoryService.DecommissionDevice",
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: DEVICE_IN_USE DEVICE_DECOMMISSIONED "
+     "REQUEST_ID_REUSED"},
     {"dcl.v1.MoveService.CorrectLocation", "OK; NOT_FOUND: NOT_FOUND"},
     // The stream of an open move stays open: the client's deadline ends it (no detail).
     {"dcl.v1.MoveService.WatchMove",

@@ -88,6 +88,35 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
        {R"(state: {enum:dcl.v1.MoveState} page_size: {int:0..5})",
         R"(device_id: "{device}" page_size: {int:0..5})"}},
       {"dcl.v1.MoveService.WatchMove", {R"(move_id: "{move}")"}},
+      {"dcl.v1.InventoryService.CreateSite", {R"(request_id: "{key}" name: "FZ{int:1..60}")"}},
+      {"dcl.v1.InventoryService.GetSite", {R"(site_id: "{site}")"}},
+      {"dcl.v1.InventoryService.ListSites", {R"(page_size: {int:0..5})"}},
+      {"dcl.v1.InventoryService.CreateRack",
+       {R"(request_id: "{key}" site_id: "{site}" name: "FR{int:1..60}"
+           geometry { first_unit: {int:0..3} unit_count: {int:1..48}
+                      numbering: {enum:dcl.v1.Numbering} has_rear: {bool} }
+           power_budget_watts: {int:0..9000})"}},
+      {"dcl.v1.InventoryService.GetRack", {R"(rack_id: "{rack}")"}},
+      {"dcl.v1.InventoryService.ListRacks", {R"(site_id: "{site}" page_size: {int:0..5})", ""}},
+      {"dcl.v1.InventoryService.UpdateRack",
+       {R"(request_id: "{key}" rack_id: "{rack}" name: "renamed{int:1..60}")",
+        R"(request_id: "{key}" rack_id: "{rack}"
+           geometry { first_unit: {int:0..3} unit_count: {int:1..48}
+                      numbering: {enum:dcl.v1.Numbering} has_rear: {bool} })"}},
+      {"dcl.v1.InventoryService.RegisterDevice",
+       {R"(request_id: "{key}" site_id: "{site}" vendor: "Dell" model: "R650"
+           height_units: {int:1..4} depth_class: {enum:dcl.v1.DepthClass}
+           power_draw_watts: {int:0..900})"}},
+      {"dcl.v1.InventoryService.GetDevice", {R"(device_id: "{device}")"}},
+      {"dcl.v1.InventoryService.ListDevices",
+       {R"(site_id: "{site}" vendor: "Dell" page_size: {int:0..5})", ""}},
+      {"dcl.v1.InventoryService.UpdateDevice",
+       {R"(request_id: "{key}" device_id: "{device}" height_units: {int:1..4})",
+        R"(request_id: "{key}" device_id: "{device}" power_draw_unknown: true)"}},
+      {"dcl.v1.InventoryService.SetDeviceState",
+       {R"(request_id: "{key}" device_id: "{device}" state: {enum:dcl.v1.ProcessState})"}},
+      {"dcl.v1.InventoryService.DecommissionDevice",
+       {R"(request_id: "{key}" device_id: "{device:unplaced}" reason: "retired")"}},
       {"dcl.v1.MoveService.ListLocationHistory",
        {R"(device_id: "{device}" page_size: {int:0..5})"}},
       {"dcl.v1.MoveService.CorrectLocation",

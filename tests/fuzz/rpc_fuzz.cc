@@ -47,6 +47,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "dcl/v1/common.pb.h"
+#include "dcl/v1/inventory.grpc.pb.h"
 #include "dcl/v1/moves.grpc.pb.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "dcl/v1/reservation.grpc.pb.h"
@@ -230,6 +231,12 @@ struct ServerProcess {
   Clock::time_point last_alive = Clock::now();
   std::vector<Death> deaths;
   bool gone = false;  // died and was not restarted
+  std::vector<std::string> also;  // further services the same binary serves
+  std::vector<std::string> all_services() const {
+    std::vector<std::string> all = {service};
+    all.insert(all.end(), also.begin(), also.end());
+    return all;
+  }
   std::string name() const { return binary.substr(binary.rfind('/') + 1); }
 };
 
@@ -715,14 +722,17 @@ int Main() {
   servers[0].service = v1::ReservationService::service_full_name();
   servers[1].binary = "services/occupancy/occupancy_server";
   servers[1].service = v1::OccupancyService::service_full_name();
+  servers[1].also = {v1::InventoryService::service_full_name()};
   servers[2].binary = "services/moves/moves_server";
   servers[2].service = v1::MoveService::service_full_name();
   for (ServerProcess& server : servers) Start(server, db.service_url());
 
   std::vector<const google::protobuf::ServiceDescriptor*> services;
   for (const ServerProcess& server : servers) {
-    services.push_back(
-        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(server.service));
+    for (const std::string& name : server.all_services()) {
+      services.push_back(
+          google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(name));
+    }
   }
   const RequestGenerator generator(world, services);
   const std::map<std::string, OutcomeSet> outcomes = ParseDocumentedOutcomes();
@@ -753,8 +763,10 @@ int Main() {
   const IdLegend legend = BuildLegend(world);
   shared.legend = &legend;
   for (const ServerProcess& server : servers) {
-    shared.ports[server.service] = server.port;
-    shared.down[server.service] = server.down.get();
+    for (const std::string& name : server.all_services()) {
+      shared.ports[name] = server.port;
+      shared.down[name] = server.down.get();
+    }
   }
   shared.report = &report;
   shared.seed = seed;
@@ -830,7 +842,11 @@ int Main() {
   check_servers();
 
   for (ServerProcess& server : servers) {
-    std::vector<CallRecord> unavailable = report.UnavailableFrom(server.service);
+    std::vector<CallRecord> unavailable;
+    for (const std::string& name : server.all_services()) {
+      std::vector<CallRecord> from = report.UnavailableFrom(name);
+      unavailable.insert(unavailable.end(), from.begin(), from.end());
+    }
     std::sort(unavailable.begin(), unavailable.end(),
               [](const CallRecord& a, const CallRecord& b) { return a.at < b.at; });
     std::vector<std::vector<CallRecord>> suspects(server.deaths.size());

@@ -45,6 +45,12 @@ TEST_CASE("each single fact that disqualifies a device is reported as its own re
     d.hardware_profile = "storage";
     CHECK(Classify(c, d) == Exclusion::kWrongHardwareProfile);
   }
+  SECTION("decommissioned, in any process state") {
+    d.decommissioned = true;
+    CHECK(Classify(c, d) == Exclusion::kDecommissioned);
+    d.process_state = "staging";
+    CHECK(Classify(c, d) == Exclusion::kDecommissioned);
+  }
   SECTION("staging") {
     d.process_state = "staging";
     CHECK(Classify(c, d) == Exclusion::kStaging);
@@ -86,7 +92,7 @@ TEST_CASE(
   const Criteria c{"s1", "Dell", "R650", "gpu"};
   const char* states[] = {"normal", "staging", "moving", "in_transit", "other"};
   int eligible = 0, combinations = 0;
-  for (int mask = 0; mask < 64; ++mask) {
+  for (int mask = 0; mask < 128; ++mask) {
     for (const char* state : states) {
       DeviceFacts d = ReadyDevice();
       if (mask & 1) d.site_id = "s2";
@@ -95,6 +101,7 @@ TEST_CASE(
       if (mask & 8) d.hardware_profile = "Y";
       if (mask & 16) d.bound = true;
       if (mask & 32) d.held = true;
+      if (mask & 64) d.decommissioned = true;
       d.process_state = state;
       ++combinations;
       Exclusion expected = Exclusion::kEligible;
@@ -106,6 +113,8 @@ TEST_CASE(
         expected = Exclusion::kWrongModel;
       } else if (mask & 8) {
         expected = Exclusion::kWrongHardwareProfile;
+      } else if (mask & 64) {
+        expected = Exclusion::kDecommissioned;
       } else if (std::string(state) == "staging") {
         expected = Exclusion::kStaging;
       } else if (std::string(state) == "moving") {
@@ -123,7 +132,7 @@ TEST_CASE(
       if (Classify(c, d) == Exclusion::kEligible) ++eligible;
     }
   }
-  CHECK(combinations == 320);
+  CHECK(combinations == 640);
   CHECK(eligible == 1);
 }
 

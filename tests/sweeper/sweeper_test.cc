@@ -290,5 +290,30 @@ TEST_CASE("a sweep that fails on a lost database is retried at the next interval
   CHECK(CountState(db, "due-", "expired") == 25);
 }
 
+TEST_CASE("client request ids past their retention are deleted in batches; younger ones stay") {
+  TestDatabase db;
+  auto conn = db.Connect();
+  const HoldsOrg org = SeedHoldsOrg(*conn, "acme");
+  conn.reset();
+  // 23 ids from eight days ago, 4 from six days ago, all completed.
+  db.Exec("INSERT INTO client_requests (org_id, request_id, rpc, params_sha256, response, "
+          "created_at) SELECT '" + org.org_id + "', 'old-' || n, '/dcl.v1.InventoryService/"
+          "CreateSite', sha256('x'), '', now() - interval '8 days' FROM generate_series(1, 23) n");
+  db.Exec("INSERT INTO client_requests (org_id, request_id, rpc, params_sha256, response, "
+          "created_at) SELECT '" + org.org_id + "', 'young-' || n, '/dcl.v1.InventoryService/"
+          "CreateSite', sha256('x'), '', now() - interval '6 days' FROM generate_series(1, 4) n");
+  auto pool = db.MakePool(2);
+  FakeClock clock;
+  SweeperOptions options = Options(10);
+  options.request_retention = absl::Hours(7 * 24);
+  Sweeper sweeper(*pool, options, clock);
+  absl::StatusOr<SweepResult> result = sweeper.SweepOnce();
+  REQUIRE(result.ok());
+  CHECK(result->requests_deleted == 23);
+  CHECK(result->batches == 3);
+  CHECK(db.Count("SELECT count(*) FROM client_requests WHERE request_id LIKE 'old-%'") == 0);
+  CHECK(db.Count("SELECT count(*) FROM client_requests WHERE request_id LIKE 'young-%'") == 4);
+}
+
 }  // namespace
 }  // namespace dcl

@@ -1,4 +1,4 @@
-// Every RPC of the three services, called raw over gRPC the way no UI would: without a token,
+// Every RPC of the four services, called raw over gRPC the way no UI would: without a token,
 // with an unknown token, with a token of the wrong role, with a token of another organization
 // (naming ids that exist there), and with the module switched off. Each gets its own status and
 // reason, and none of these calls writes anything.
@@ -9,11 +9,14 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "dcl/v1/inventory.grpc.pb.h"
 #include "dcl/v1/moves.grpc.pb.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "dcl/v1/reservation.grpc.pb.h"
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_gate.h"
+#include "services/inventory/inventory_logic.h"
+#include "services/inventory/inventory_service.h"
 #include "services/moves/move_logic.h"
 #include "services/moves/move_service.h"
 #include "services/occupancy/occupancy_logic.h"
@@ -34,7 +37,7 @@ struct Ids {
   int64_t location_record = 0;  // a row of the moved device's location history
 };
 
-// All three services behind one in-process server, as separate binaries would run them.
+// All four services behind one in-process server, as their binaries would run them.
 class Suite {
  public:
   explicit Suite(DbPool& pool)
@@ -42,25 +45,31 @@ class Suite {
         reservation_logic_(pool, reservation::ReservationOptions{}),
         occupancy_logic_(pool),
         move_logic_(pool),
+        inventory_logic_(pool),
         reservation_(gate_, reservation_logic_),
         occupancy_(gate_, occupancy_logic_),
         moves_(gate_, move_logic_),
+        inventory_(gate_, inventory_logic_),
         server_(&pool, {{"dcl.v1.ReservationService", &reservation_},
                         {"dcl.v1.OccupancyService", &occupancy_},
-                        {"dcl.v1.MoveService", &moves_}}),
+                        {"dcl.v1.MoveService", &moves_},
+                        {"dcl.v1.InventoryService", &inventory_}}),
         channel_(server_.Channel()),
         reservations(v1::ReservationService::NewStub(channel_)),
         occupancy(v1::OccupancyService::NewStub(channel_)),
-        moves(v1::MoveService::NewStub(channel_)) {}
+        moves(v1::MoveService::NewStub(channel_)),
+        inventory(v1::InventoryService::NewStub(channel_)) {}
 
  private:
   RpcGate gate_;
   reservation::ReservationLogic reservation_logic_;
   occupancy::OccupancyLogic occupancy_logic_;
   moves::MoveLogic move_logic_;
+  inventory::InventoryLogic inventory_logic_;
   reservation::ReservationServiceImpl reservation_;
   occupancy::OccupancyServiceImpl occupancy_;
   moves::MoveServiceImpl moves_;
+  inventory::InventoryServiceImpl inventory_;
   testing::InProcessServer server_;
   std::shared_ptr<grpc::Channel> channel_;
 
@@ -68,6 +77,7 @@ class Suite {
   std::unique_ptr<v1::ReservationService::Stub> reservations;
   std::unique_ptr<v1::OccupancyService::Stub> occupancy;
   std::unique_ptr<v1::MoveService::Stub> moves;
+  std::unique_ptr<v1::InventoryService::Stub> inventory;
 };
 
 using Call = std::function<grpc::Status(Suite&, const std::string& token, const Ids&)>;
@@ -89,6 +99,9 @@ std::map<Rpc, Call> Calls() {
   using RS = v1::ReservationService::Stub;
   using OS = v1::OccupancyService::Stub;
   using MS = v1::MoveService::Stub;
+  using IS = v1::InventoryService::Stub;
+  // Writes carry a client request id: a refused call must not leave its claim behind either.
+  const std::string request_id = "6f1c2a1e-0000-4000-8000-00000000a11d";
   std::map<Rpc, Call> calls;
   calls[Rpc::kReserve] = [](Suite& s, const std::string& t, const Ids& ids) {
     v1::ReserveRequest r;
@@ -247,6 +260,87 @@ std::map<Rpc, Call> Calls() {
     return Unary<v1::CorrectLocationRequest, v1::LocationRecord>(*s.moves,
                                                                  &MS::CorrectLocation, t, r);
   };
+  calls[Rpc::kCreateSite] = [request_id](Suite& s, const std::string& t, const Ids&) {
+    v1::CreateSiteRequest r;
+    r.set_request_id(request_id);
+    r.set_name("MAL1");
+    return Unary<v1::CreateSiteRequest, v1::Site>(*s.inventory, &IS::CreateSite, t, r);
+  };
+  calls[Rpc::kGetSite] = [](Suite& s, const std::string& t, const Ids& ids) {
+    v1::GetSiteRequest r;
+    r.set_site_id(ids.site);
+    return Unary<v1::GetSiteRequest, v1::Site>(*s.inventory, &IS::GetSite, t, r);
+  };
+  calls[Rpc::kListSites] = [](Suite& s, const std::string& t, const Ids&) {
+    return Unary<v1::ListSitesRequest, v1::ListSitesResponse>(*s.inventory, &IS::ListSites, t,
+                                                              v1::ListSitesRequest());
+  };
+  calls[Rpc::kCreateRack] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::CreateRackRequest r;
+    r.set_request_id(request_id);
+    r.set_site_id(ids.site);
+    r.set_name("MAL-R1");
+    r.mutable_geometry()->set_first_unit(1);
+    r.mutable_geometry()->set_unit_count(42);
+    r.mutable_geometry()->set_numbering(v1::NUMBERING_ASCENDING);
+    return Unary<v1::CreateRackRequest, v1::RackRecord>(*s.inventory, &IS::CreateRack, t, r);
+  };
+  calls[Rpc::kInventoryGetRack] = [](Suite& s, const std::string& t, const Ids& ids) {
+    v1::GetRackRequest r;
+    r.set_rack_id(ids.rack);
+    return Unary<v1::GetRackRequest, v1::RackRecord>(*s.inventory, &IS::GetRack, t, r);
+  };
+  calls[Rpc::kListRacks] = [](Suite& s, const std::string& t, const Ids&) {
+    return Unary<v1::ListRacksRequest, v1::ListRacksResponse>(*s.inventory, &IS::ListRacks, t,
+                                                              v1::ListRacksRequest());
+  };
+  calls[Rpc::kUpdateRack] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::UpdateRackRequest r;
+    r.set_request_id(request_id);
+    r.set_rack_id(ids.rack);
+    r.set_name("renamed");
+    return Unary<v1::UpdateRackRequest, v1::RackRecord>(*s.inventory, &IS::UpdateRack, t, r);
+  };
+  calls[Rpc::kRegisterDevice] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::RegisterDeviceRequest r;
+    r.set_request_id(request_id);
+    r.set_site_id(ids.site);
+    r.set_vendor("Dell");
+    r.set_model("R650");
+    r.set_height_units(1);
+    return Unary<v1::RegisterDeviceRequest, v1::Device>(*s.inventory, &IS::RegisterDevice, t, r);
+  };
+  calls[Rpc::kGetDevice] = [](Suite& s, const std::string& t, const Ids& ids) {
+    v1::GetDeviceRequest r;
+    r.set_device_id(ids.device_to_move);
+    return Unary<v1::GetDeviceRequest, v1::Device>(*s.inventory, &IS::GetDevice, t, r);
+  };
+  calls[Rpc::kListDevices] = [](Suite& s, const std::string& t, const Ids&) {
+    return Unary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
+        *s.inventory, &IS::ListDevices, t, v1::ListDevicesRequest());
+  };
+  calls[Rpc::kUpdateDevice] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::UpdateDeviceRequest r;
+    r.set_request_id(request_id);
+    r.set_device_id(ids.device_to_move);
+    r.set_height_units(2);
+    return Unary<v1::UpdateDeviceRequest, v1::Device>(*s.inventory, &IS::UpdateDevice, t, r);
+  };
+  calls[Rpc::kSetDeviceState] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::SetDeviceStateRequest r;
+    r.set_request_id(request_id);
+    r.set_device_id(ids.device_to_move);
+    r.set_state(v1::PROCESS_STAGING);
+    return Unary<v1::SetDeviceStateRequest, v1::Device>(*s.inventory, &IS::SetDeviceState, t, r);
+  };
+  calls[Rpc::kDecommissionDevice] = [request_id](Suite& s, const std::string& t,
+                                                 const Ids& ids) {
+    v1::DecommissionDeviceRequest r;
+    r.set_request_id(request_id);
+    r.set_device_id(ids.device_to_move);
+    return Unary<v1::DecommissionDeviceRequest, v1::Device>(*s.inventory,
+                                                            &IS::DecommissionDevice, t, r);
+  };
   return calls;
 }
 
@@ -375,7 +469,9 @@ TEST_CASE("every RPC refuses strangers, wrong roles, other organizations and a s
 
   // Calls that name no object of the other organization cannot be refused as NOT_FOUND: they act
   // in the caller's own organization (and are checked not to see the other's objects).
-  const std::set<Rpc> org_free = {Rpc::kListReservations, Rpc::kCreateService, Rpc::kListMoves};
+  const std::set<Rpc> org_free = {Rpc::kListReservations, Rpc::kCreateService, Rpc::kListMoves,
+                                  Rpc::kCreateSite,        Rpc::kListSites,     Rpc::kListRacks,
+                                  Rpc::kListDevices};
 
   for (const auto& [rpc, call] : calls) {
     INFO(InfoOf(rpc).full_name);
@@ -443,6 +539,22 @@ TEST_CASE("lists show only the caller's organization") {
                   v1::ListMovesRequest(), &moves)
               .ok());
   CHECK(moves.moves_size() == 0);
+  const std::string op = testing::CreateTokenFor(db, mine, Role::kDcOperator);
+  v1::ListSitesResponse sites;
+  REQUIRE(suite.inventory
+              ->ListSites(testing::ContextWithToken(op).get(), v1::ListSitesRequest(), &sites)
+              .ok());
+  CHECK(sites.sites_size() == 0);
+  v1::ListRacksResponse racks;
+  REQUIRE(suite.inventory
+              ->ListRacks(testing::ContextWithToken(op).get(), v1::ListRacksRequest(), &racks)
+              .ok());
+  CHECK(racks.racks_size() == 0);
+  v1::ListDevicesResponse devices;
+  v1::ListDevicesRequest all;
+  all.set_include_decommissioned(true);
+  REQUIRE(suite.inventory->ListDevices(testing::ContextWithToken(op).get(), all, &devices).ok());
+  CHECK(devices.devices_size() == 0);
 }
 
 }  // namespace

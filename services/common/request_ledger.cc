@@ -1,0 +1,116 @@
+#include "services/common/request_ledger.h"
+
+#include <openssl/sha.h>
+
+#include <memory>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "services/common/status.h"
+
+namespace dcl::request_ledger {
+namespace {
+
+// Bytes travel as hex text: libpqxx 6 has no bytea parameter that is not a binarystring dance.
+constexpr char kClaimSql[] =
+    "INSERT INTO client_requests (org_id, request_id, rpc, params_sha256) "
+    "VALUES ($1::uuid, $2, $3, decode($4, 'hex')) ON CONFLICT (org_id, request_id) DO NOTHING "
+    "RETURNING 1";
+constexpr char kReadSql[] =
+    "SELECT rpc, encode(params_sha256, 'hex'), encode(response, 'hex') FROM client_requests "
+    "WHERE org_id = $1::uuid AND request_id = $2";
+constexpr char kFinishSql[] =
+    "UPDATE client_requests SET response = decode($3, 'hex') "
+    "WHERE org_id = $1::uuid AND request_id = $2 AND response IS NULL";
+
+std::string DeterministicBytes(const google::protobuf::Message& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    // Map entries in key order: equal parameters give equal bytes.
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::string ParamsDigest(const google::protobuf::Message& request) {
+  std::unique_ptr<google::protobuf::Message> params(request.New());
+  params->CopyFrom(request);
+  const google::protobuf::FieldDescriptor* id_field =
+      params->GetDescriptor()->FindFieldByName("request_id");
+  if (id_field != nullptr) params->GetReflection()->ClearField(params.get(), id_field);
+  const std::string bytes = DeterministicBytes(*params);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
+}
+
+absl::Status Claim::Replay(google::protobuf::Message* out, bool* replayed) const {
+  if (!out->ParseFromString(stored_response)) {
+    return Internal("the stored answer of this request id does not parse");
+  }
+  if (replayed != nullptr) *replayed = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Claim> Begin(pqxx::transaction_base& tx, const std::string& org_id, Rpc rpc,
+                            const std::string& request_id,
+                            const google::protobuf::Message& request) {
+  Claim claim;
+  claim.org_id = org_id;
+  if (request_id.empty()) return claim;
+  claim.request_id = request_id;
+  const std::string digest_hex = absl::BytesToHexString(ParamsDigest(request));
+  const std::string rpc_name = InfoOf(rpc).full_name;
+  // With a concurrent claim of the same id in flight, this statement waits on the primary key
+  // until that transaction ends: rolled back → this insert proceeds; committed → no row here and
+  // the committed row is read below (a new statement sees it under READ COMMITTED).
+  if (!tx.exec_params(kClaimSql, org_id, request_id, rpc_name, digest_hex).empty()) {
+    return claim;
+  }
+  pqxx::result existing = tx.exec_params(kReadSql, org_id, request_id);
+  if (existing.empty()) {
+    // Deleted between the two statements (the sweeper's retention): the caller retries.
+    return Error(absl::StatusCode::kAborted, v1::RETRY_TRANSACTION,
+                 "the request id changed hands while it was read; retry");
+  }
+  const std::string first_rpc = existing[0][0].as<std::string>();
+  const std::string first_digest = existing[0][1].as<std::string>();
+  if (first_rpc != rpc_name || first_digest != digest_hex) {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::REQUEST_ID_REUSED,
+                 first_rpc != rpc_name
+                     ? absl::StrCat("request id ", request_id, " was already used for ", first_rpc,
+                                    "; use a new id for a new call")
+                     : absl::StrCat("request id ", request_id,
+                                    " was already used with other parameters; use a new id for "
+                                    "a new call"))
+        .Meta("request_id", request_id)
+        .Meta("rpc", first_rpc);
+  }
+  if (existing[0][2].is_null()) {
+    // The deferred trigger client_requests_completed refuses to commit such a row.
+    return Internal("a committed request id carries no answer");
+  }
+  claim.replay = true;
+  claim.stored_response = absl::HexStringToBytes(existing[0][2].as<std::string>());
+  return claim;
+}
+
+absl::Status Finish(pqxx::transaction_base& tx, const Claim& claim,
+                    const google::protobuf::Message& response) {
+  if (claim.request_id.empty() || claim.replay) return absl::OkStatus();
+  pqxx::result r =
+      tx.exec_params(kFinishSql, claim.org_id, claim.request_id,
+                     absl::BytesToHexString(response.SerializeAsString()));
+  if (r.affected_rows() != 1) return Internal("the claimed request id was not found to complete");
+  return absl::OkStatus();
+}
+
+}  // namespace dcl::request_ledger

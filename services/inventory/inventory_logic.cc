@@ -1,0 +1,574 @@
+#include "services/inventory/inventory_logic.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/common/request_ledger.h"
+#include "services/common/status.h"
+#include "services/common/validation.h"
+#include "services/inventory/inventory_store.h"
+
+namespace dcl::inventory {
+namespace {
+
+#define DCL_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    const absl::Status dcl_status_ = (expr);   \
+    if (!dcl_status_.ok()) return dcl_status_; \
+  } while (0)
+
+constexpr int kDefaultPageSize = 50;
+
+// ---- Paging: the token is "<created_at in microseconds>.<id>" of the previous page's last row.
+
+int PageSize(int32_t requested) {
+  // The gate has checked the range (kIntegerRanges); the clamp keeps direct callers safe too.
+  return requested <= 0 ? kDefaultPageSize
+                        : static_cast<int>(std::min<int64_t>(requested, kMaxPageSize));
+}
+
+absl::StatusOr<std::optional<PageCursor>> ParsePageToken(const std::string& token) {
+  if (token.empty()) return std::optional<PageCursor>();
+  const size_t dot = token.find('.');
+  PageCursor cursor;
+  if (dot == std::string::npos || !absl::SimpleAtoi(token.substr(0, dot), &cursor.created_at_us) ||
+      !IsUuid(token.substr(dot + 1))) {
+    return InvalidInput("page_token", "is not a token this service issued");
+  }
+  cursor.id = token.substr(dot + 1);
+  return std::optional<PageCursor>(cursor);
+}
+
+// Moves one page (fetched with page_size + 1 rows) into `rows`; returns the next page token.
+template <typename T, typename Repeated>
+std::string TakePage(Page<T> page, int page_size, Repeated* rows) {
+  const bool more = static_cast<int>(page.rows.size()) > page_size;
+  if (more) page.rows.resize(page_size);
+  for (T& row : page.rows) *rows->Add() = std::move(row);
+  if (!more) return "";
+  const PageCursor& last = page.cursors[page_size - 1];
+  return absl::StrCat(last.created_at_us, ".", last.id);
+}
+
+// ---- Validation ----
+
+absl::Status CheckName(const std::string& field, const std::string& value) {
+  return CheckText(field, value, kMaxNameLength, /*required=*/true);
+}
+
+absl::Status CheckGeometry(const v1::RackGeometry& g) {
+  if (g.first_unit() < 0 || g.first_unit() > kMaxRackFirstUnit) {
+    return InvalidInput("geometry.first_unit",
+                        absl::StrCat("must be between 0 and ", kMaxRackFirstUnit));
+  }
+  if (g.unit_count() < 1 || g.unit_count() > kMaxRackUnitCount) {
+    return InvalidInput("geometry.unit_count",
+                        absl::StrCat("must be between 1 and ", kMaxRackUnitCount));
+  }
+  if (g.numbering() != v1::NUMBERING_ASCENDING && g.numbering() != v1::NUMBERING_DESCENDING) {
+    return InvalidInput("geometry.numbering", "must be NUMBERING_ASCENDING or NUMBERING_DESCENDING");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBudget(const std::string& field, int64_t value, int64_t max) {
+  if (value < 0 || value > max) {
+    return InvalidInput(field, absl::StrCat("must be between 0 (none known) and ", max));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckHeight(int64_t height) {
+  if (height < 1 || height > kMaxDeviceHeightUnits) {
+    return InvalidInput("height_units", absl::StrCat("must be between 1 and ",
+                                                     kMaxDeviceHeightUnits));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFigure(const std::string& field, int64_t value, int64_t max) {
+  if (value < 0 || value > max) {
+    return InvalidInput(field, absl::StrCat("must be between 0 and ", max));
+  }
+  return absl::OkStatus();
+}
+
+const char* DepthName(v1::DepthClass depth) {
+  switch (depth) {
+    case v1::DEPTH_FULL:
+      return "full";
+    case v1::DEPTH_HALF:
+      return "half";
+    default:
+      return "unknown";
+  }
+}
+
+const char* StateName(v1::ProcessState state) {
+  switch (state) {
+    case v1::PROCESS_NORMAL:
+      return "normal";
+    case v1::PROCESS_STAGING:
+      return "staging";
+    case v1::PROCESS_MOVING:
+      return "moving";
+    case v1::PROCESS_IN_TRANSIT:
+      return "in_transit";
+    default:
+      return "";
+  }
+}
+
+// The optional text filter of a list: empty or a valid value.
+absl::Status CheckOptionalId(const std::string& field, const std::string& value) {
+  return value.empty() ? absl::OkStatus() : CheckId(field, value);
+}
+
+// ---- Refusals ----
+
+absl::Status Decommissioned(const std::string& device_id) {
+  return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_DECOMMISSIONED,
+               absl::StrCat("device ", device_id, " is decommissioned"))
+      .Meta("device_id", device_id);
+}
+
+std::string DescribeSlot(const BookedSlot& s) {
+  return absl::StrCat(s.side == v1::SIDE_REAR ? "rear" : "front", " U", s.unit);
+}
+
+// OUT_OF_BOUNDS naming every booking the new geometry would strand, and its slots.
+absl::Status StrandedBookings(const std::string& rack_id, const std::vector<BookedSlot>& slots) {
+  std::vector<std::string> ids;
+  std::vector<std::string> described;
+  for (const BookedSlot& s : slots) {
+    if (std::find(ids.begin(), ids.end(), s.booking_id) != ids.end()) continue;
+    ids.push_back(s.booking_id);
+    std::vector<std::string> units;
+    for (const BookedSlot& t : slots) {
+      if (t.booking_id == s.booking_id) units.push_back(DescribeSlot(t));
+    }
+    described.push_back(absl::StrCat(
+        s.kind, " ", s.booking_id, s.device_id.empty() ? "" : absl::StrCat(" of device ", s.device_id),
+        " (", absl::StrJoin(units, ", "), ")"));
+  }
+  Error error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
+              absl::StrCat("the new geometry would leave ", ids.size(), " active booking",
+                           ids.size() == 1 ? "" : "s", " outside the rack: ",
+                           absl::StrJoin(described, "; "),
+                           "; release or move them first"));
+  error.Meta("rack_id", rack_id).Meta("booking_ids", absl::StrJoin(ids, ","));
+  for (const BookedSlot& s : slots) {
+    v1::Slot* slot = error.detail().add_colliding_slots();
+    slot->set_side(s.side);
+    slot->set_unit(s.unit);
+  }
+  return error.status();
+}
+
+absl::Status WorkflowOwnsState(const std::string& device_id, const std::string& state) {
+  Error error(absl::StatusCode::kFailedPrecondition, v1::INVALID_TRANSITION,
+              absl::StrCat("device ", device_id, " is ", state,
+                           "; that state belongs to the move workflow, which ends it"));
+  error.Meta("device_id", device_id).Meta("process_state", state);
+  return error.status();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Sites
+
+absl::Status InventoryLogic::CreateSite(const Principal& p, const v1::CreateSiteRequest& req,
+                                        v1::Site* out, bool* replayed) {
+  DCL_RETURN_IF_ERROR(CheckName("name", req.name()));
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kCreateSite, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    absl::StatusOr<v1::Site> site = InsertSite(tx, p.org_id, req.name());
+    if (!site.ok()) return site.status();
+    *out = *std::move(site);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
+}
+
+absl::Status InventoryLogic::GetSite(const Principal& p, const v1::GetSiteRequest& req,
+                                     v1::Site* out) {
+  DCL_RETURN_IF_ERROR(CheckId("site_id", req.site_id()));
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    std::optional<v1::Site> site = FindSite(tx, p.org_id, req.site_id());
+    if (!site) return NotFound("site", req.site_id());
+    *out = *std::move(site);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status InventoryLogic::ListSites(const Principal& p, const v1::ListSitesRequest& req,
+                                       v1::ListSitesResponse* out) {
+  const int page_size = PageSize(req.page_size());
+  absl::StatusOr<std::optional<PageCursor>> after = ParsePageToken(req.page_token());
+  if (!after.ok()) return after.status();
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    out->Clear();
+    out->set_next_page_token(TakePage(inventory::ListSites(tx, p.org_id, *after, page_size + 1), page_size,
+                                      out->mutable_sites()));
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Racks
+
+absl::Status InventoryLogic::CreateRack(const Principal& p, const v1::CreateRackRequest& req,
+                                        v1::RackRecord* out, bool* replayed) {
+  DCL_RETURN_IF_ERROR(CheckId("site_id", req.site_id()));
+  DCL_RETURN_IF_ERROR(CheckName("name", req.name()));
+  if (!req.has_geometry()) return InvalidInput("geometry", "is required");
+  DCL_RETURN_IF_ERROR(CheckGeometry(req.geometry()));
+  DCL_RETURN_IF_ERROR(
+      CheckBudget("power_budget_watts", req.power_budget_watts(), kMaxRackPowerWatts));
+  DCL_RETURN_IF_ERROR(CheckBudget("weight_budget_kg", req.weight_budget_kg(), kMaxRackWeightKg));
+  RackFields fields;
+  fields.site_id = req.site_id();
+  fields.name = req.name();
+  fields.geometry = req.geometry();
+  fields.power_budget_watts = req.power_budget_watts();
+  fields.weight_budget_kg = req.weight_budget_kg();
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kCreateRack, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    if (!FindSite(tx, p.org_id, req.site_id())) return NotFound("site", req.site_id());
+    absl::StatusOr<v1::RackRecord> rack = InsertRack(tx, p.org_id, fields);
+    if (!rack.ok()) return rack.status();
+    *out = *std::move(rack);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
+}
+
+absl::Status InventoryLogic::GetRack(const Principal& p, const v1::GetRackRequest& req,
+                                     v1::RackRecord* out) {
+  DCL_RETURN_IF_ERROR(CheckId("rack_id", req.rack_id()));
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    std::optional<v1::RackRecord> rack = FindRack(tx, p.org_id, req.rack_id(), false);
+    if (!rack) return NotFound("rack", req.rack_id());
+    *out = *std::move(rack);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status InventoryLogic::ListRacks(const Principal& p, const v1::ListRacksRequest& req,
+                                       v1::ListRacksResponse* out) {
+  DCL_RETURN_IF_ERROR(CheckOptionalId("site_id", req.site_id()));
+  const int page_size = PageSize(req.page_size());
+  absl::StatusOr<std::optional<PageCursor>> after = ParsePageToken(req.page_token());
+  if (!after.ok()) return after.status();
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    out->Clear();
+    out->set_next_page_token(TakePage(
+        inventory::ListRacks(tx, p.org_id, req.site_id(), *after, page_size + 1), page_size,
+        out->mutable_racks()));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status InventoryLogic::UpdateRack(const Principal& p, const v1::UpdateRackRequest& req,
+                                        v1::RackRecord* out, bool* replayed) {
+  DCL_RETURN_IF_ERROR(CheckId("rack_id", req.rack_id()));
+  if (req.has_name()) DCL_RETURN_IF_ERROR(CheckName("name", req.name()));
+  if (req.has_geometry()) DCL_RETURN_IF_ERROR(CheckGeometry(req.geometry()));
+  if (req.has_power_budget_watts()) {
+    DCL_RETURN_IF_ERROR(
+        CheckBudget("power_budget_watts", req.power_budget_watts(), kMaxRackPowerWatts));
+  }
+  if (req.has_weight_budget_kg()) {
+    DCL_RETURN_IF_ERROR(CheckBudget("weight_budget_kg", req.weight_budget_kg(), kMaxRackWeightKg));
+  }
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kUpdateRack, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    // The lock waits for bookings in flight on this rack and holds new ones back (they read the
+    // rack FOR KEY SHARE), so the check below sees every booking that will exist.
+    std::optional<v1::RackRecord> current = FindRack(tx, p.org_id, req.rack_id(), /*lock=*/true);
+    if (!current) return NotFound("rack", req.rack_id());
+    RackFields fields;
+    fields.site_id = current->site_id();
+    fields.name = req.has_name() ? req.name() : current->name();
+    fields.geometry = req.has_geometry() ? req.geometry() : current->geometry();
+    fields.power_budget_watts =
+        req.has_power_budget_watts() ? req.power_budget_watts() : current->power_budget_watts();
+    fields.weight_budget_kg =
+        req.has_weight_budget_kg() ? req.weight_budget_kg() : current->weight_budget_kg();
+    if (req.has_geometry()) {
+      std::vector<BookedSlot> stranded = SlotsOutside(tx, req.rack_id(), fields.geometry);
+      if (!stranded.empty()) return StrandedBookings(req.rack_id(), stranded);
+    }
+    absl::StatusOr<v1::RackRecord> rack = inventory::UpdateRack(tx, p.org_id, req.rack_id(), fields);
+    if (!rack.ok()) return rack.status();
+    *out = *std::move(rack);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices
+
+absl::Status InventoryLogic::RegisterDevice(const Principal& p,
+                                            const v1::RegisterDeviceRequest& req, v1::Device* out,
+                                            bool* replayed) {
+  DCL_RETURN_IF_ERROR(CheckId("site_id", req.site_id()));
+  DCL_RETURN_IF_ERROR(CheckName("vendor", req.vendor()));
+  DCL_RETURN_IF_ERROR(CheckName("model", req.model()));
+  DCL_RETURN_IF_ERROR(CheckHeight(req.height_units()));
+  if (req.has_power_draw_watts()) {
+    DCL_RETURN_IF_ERROR(
+        CheckFigure("power_draw_watts", req.power_draw_watts(), kMaxDevicePowerWatts));
+  }
+  if (req.has_weight_kg()) {
+    DCL_RETURN_IF_ERROR(CheckFigure("weight_kg", req.weight_kg(), kMaxDeviceWeightKg));
+  }
+  DeviceFields fields;
+  switch (req.initial_state()) {
+    case v1::PROCESS_STATE_UNSPECIFIED:
+    case v1::PROCESS_STAGING:
+      fields.process_state = "staging";
+      break;
+    case v1::PROCESS_NORMAL:
+      fields.process_state = "normal";
+      break;
+    default:
+      return InvalidInput("initial_state",
+                          "must be PROCESS_NORMAL or PROCESS_STAGING; moving and in_transit "
+                          "belong to the move workflow");
+  }
+  fields.site_id = req.site_id();
+  fields.vendor = req.vendor();
+  fields.model = req.model();
+  fields.hardware_profile = req.hardware_profile();
+  fields.serial = req.serial();
+  fields.height_units = req.height_units();
+  fields.depth_class = DepthName(req.depth_class());
+  if (req.has_power_draw_watts()) fields.power_draw_watts = req.power_draw_watts();
+  if (req.has_weight_kg()) fields.weight_kg = req.weight_kg();
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kRegisterDevice, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    if (!FindSite(tx, p.org_id, req.site_id())) return NotFound("site", req.site_id());
+    absl::StatusOr<v1::Device> device = InsertDevice(tx, p.org_id, fields);
+    if (!device.ok()) return device.status();
+    *out = *std::move(device);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
+}
+
+absl::Status InventoryLogic::GetDevice(const Principal& p, const v1::GetDeviceRequest& req,
+                                       v1::Device* out) {
+  DCL_RETURN_IF_ERROR(CheckId("device_id", req.device_id()));
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    std::optional<DeviceRecord> device = FindDevice(tx, p.org_id, req.device_id(), false);
+    if (!device) return NotFound("device", req.device_id());
+    *out = std::move(device->proto);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status InventoryLogic::ListDevices(const Principal& p, const v1::ListDevicesRequest& req,
+                                         v1::ListDevicesResponse* out) {
+  DCL_RETURN_IF_ERROR(CheckOptionalId("site_id", req.site_id()));
+  DeviceFilter filter;
+  filter.site_id = req.site_id();
+  filter.vendor = req.vendor();
+  filter.model = req.model();
+  filter.hardware_profile = req.hardware_profile();
+  filter.process_state = StateName(req.process_state());
+  filter.include_decommissioned = req.include_decommissioned();
+  const int page_size = PageSize(req.page_size());
+  absl::StatusOr<std::optional<PageCursor>> after = ParsePageToken(req.page_token());
+  if (!after.ok()) return after.status();
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    out->Clear();
+    out->set_next_page_token(TakePage(inventory::ListDevices(tx, p.org_id, filter, *after, page_size + 1),
+                                      page_size, out->mutable_devices()));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status InventoryLogic::UpdateDevice(const Principal& p, const v1::UpdateDeviceRequest& req,
+                                          v1::Device* out, bool* replayed) {
+  DCL_RETURN_IF_ERROR(CheckId("device_id", req.device_id()));
+  if (req.has_vendor()) DCL_RETURN_IF_ERROR(CheckName("vendor", req.vendor()));
+  if (req.has_model()) DCL_RETURN_IF_ERROR(CheckName("model", req.model()));
+  if (req.has_height_units()) DCL_RETURN_IF_ERROR(CheckHeight(req.height_units()));
+  if (req.has_power_draw_watts()) {
+    if (req.power_draw_unknown()) {
+      return InvalidInput("power_draw_unknown", "contradicts power_draw_watts");
+    }
+    DCL_RETURN_IF_ERROR(
+        CheckFigure("power_draw_watts", req.power_draw_watts(), kMaxDevicePowerWatts));
+  }
+  if (req.has_weight_kg()) {
+    if (req.weight_unknown()) return InvalidInput("weight_unknown", "contradicts weight_kg");
+    DCL_RETURN_IF_ERROR(CheckFigure("weight_kg", req.weight_kg(), kMaxDeviceWeightKg));
+  }
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kUpdateDevice, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    std::optional<DeviceRecord> current = FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
+    if (!current) return NotFound("device", req.device_id());
+    if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+    DeviceFields fields = current->fields;
+    if (req.has_vendor()) fields.vendor = req.vendor();
+    if (req.has_model()) fields.model = req.model();
+    if (req.has_hardware_profile()) fields.hardware_profile = req.hardware_profile();
+    if (req.has_serial()) fields.serial = req.serial();
+    if (req.has_height_units()) fields.height_units = req.height_units();
+    if (req.depth_class() != v1::DEPTH_CLASS_UNSPECIFIED) {
+      fields.depth_class = DepthName(req.depth_class());
+    }
+    if (req.has_power_draw_watts()) fields.power_draw_watts = req.power_draw_watts();
+    if (req.power_draw_unknown()) fields.power_draw_watts.reset();
+    if (req.has_weight_kg()) fields.weight_kg = req.weight_kg();
+    if (req.weight_unknown()) fields.weight_kg.reset();
+
+    // The slots of a placement or move hold were derived from height and depth; changing them
+    // underneath would make the booking describe another machine.
+    if (fields.height_units != current->fields.height_units ||
+        fields.depth_class != current->fields.depth_class) {
+      const DeviceUse use = ReadDeviceUse(tx, req.device_id());
+      const std::string& booking =
+          !use.placed_by_booking.empty() ? use.placed_by_booking : use.held_for_move;
+      if (!booking.empty()) {
+        const bool placed = !use.placed_by_booking.empty();
+        return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_IN_USE,
+                     absl::StrCat("device ", req.device_id(), " is ",
+                                  placed ? absl::StrCat("placed in rack ", use.placed_in_rack,
+                                                        " (booking ", booking, ")")
+                                         : absl::StrCat("held for a move (booking ", booking, ")"),
+                                  "; its height and depth shape that booking: release it, change "
+                                  "the device, then place it again"))
+            .Meta("device_id", req.device_id())
+            .Meta(placed ? "placed_by_booking" : "held_for_move", booking);
+      }
+    }
+    absl::StatusOr<v1::Device> device =
+        inventory::UpdateDevice(tx, p.org_id, req.device_id(), fields);
+    if (!device.ok()) return device.status();
+    *out = *std::move(device);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
+}
+
+absl::Status InventoryLogic::SetDeviceState(const Principal& p,
+                                            const v1::SetDeviceStateRequest& req, v1::Device* out,
+                                            bool* replayed) {
+  DCL_RETURN_IF_ERROR(CheckId("device_id", req.device_id()));
+  const std::string target = StateName(req.state());
+  if (target.empty()) return InvalidInput("state", "is required");
+  if (target != "normal" && target != "staging") {
+    Error error(absl::StatusCode::kFailedPrecondition, v1::INVALID_TRANSITION,
+                absl::StrCat(target, " is set by the move workflow, not by hand"));
+    error.Meta("target", target);
+    error.detail().add_allowed_targets("normal");
+    error.detail().add_allowed_targets("staging");
+    return error;
+  }
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kSetDeviceState, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    std::optional<DeviceRecord> current = FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
+    if (!current) return NotFound("device", req.device_id());
+    if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+    const std::string& state = current->fields.process_state;
+    if (state != "normal" && state != "staging") return WorkflowOwnsState(req.device_id(), state);
+    // An open move froze the state it will restore when it ends; a change now would be undone.
+    const DeviceUse use = ReadDeviceUse(tx, req.device_id());
+    if (!use.open_move.empty()) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                   absl::StrCat("device ", req.device_id(), " has an open move (", use.open_move,
+                                "), which sets its state when it ends"))
+          .Meta("device_id", req.device_id())
+          .Meta("move_id", use.open_move);
+    }
+    if (state == target) {
+      *out = current->proto;  // already there: nothing to write, same answer
+    } else {
+      absl::StatusOr<v1::Device> device =
+          inventory::SetProcessState(tx, p.org_id, req.device_id(), target);
+      if (!device.ok()) return device.status();
+      *out = *std::move(device);
+    }
+    return request_ledger::Finish(tx, *claim, *out);
+  });
+}
+
+absl::Status InventoryLogic::DecommissionDevice(const Principal& p,
+                                                const v1::DecommissionDeviceRequest& req,
+                                                v1::Device* out, bool* replayed) {
+  DCL_RETURN_IF_ERROR(CheckId("device_id", req.device_id()));
+  DCL_RETURN_IF_ERROR(CheckText("reason", req.reason(), kMaxNoteLength, /*required=*/false));
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kDecommissionDevice, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    // The row lock conflicts with Reserve's, StartMove's and the booking write path's, so the
+    // use read below is final until this transaction ends.
+    std::optional<DeviceRecord> current = FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
+    if (!current) return NotFound("device", req.device_id());
+    if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+    const DeviceUse use = ReadDeviceUse(tx, req.device_id());
+    const std::string& state = current->fields.process_state;
+    std::vector<std::string> uses;
+    std::vector<std::pair<std::string, std::string>> meta;
+    if (!use.held_by_reservation.empty()) {
+      uses.push_back(absl::StrCat("held by reservation ", use.held_by_reservation));
+      meta.emplace_back("held_by_reservation", use.held_by_reservation);
+    }
+    if (!use.bound_to_service.empty()) {
+      uses.push_back(absl::StrCat("bound to service ", use.bound_to_service));
+      meta.emplace_back("bound_to_service", use.bound_to_service);
+    }
+    if (!use.placed_by_booking.empty()) {
+      uses.push_back(absl::StrCat("placed in rack ", use.placed_in_rack, " (booking ",
+                                  use.placed_by_booking, ")"));
+      meta.emplace_back("placed_by_booking", use.placed_by_booking);
+    }
+    if (!use.open_move.empty() || !use.held_for_move.empty() || state == "moving" ||
+        state == "in_transit") {
+      uses.push_back(!use.open_move.empty() ? absl::StrCat("moving (move ", use.open_move, ")")
+                                            : absl::StrCat("moving (", state, ")"));
+      meta.emplace_back("moving", !use.open_move.empty() ? use.open_move : state);
+    }
+    if (!uses.empty()) {
+      Error error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_IN_USE,
+                  absl::StrCat("device ", req.device_id(), " cannot be decommissioned: it is ",
+                               absl::StrJoin(uses, ", ")));
+      error.Meta("device_id", req.device_id());
+      for (const auto& [key, value] : meta) error.Meta(key, value);
+      return error;
+    }
+    absl::StatusOr<v1::Device> device =
+        MarkDecommissioned(tx, p.org_id, req.device_id(), p.Actor(), req.reason());
+    if (!device.ok()) return device.status();
+    *out = *std::move(device);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
+}
+
+}  // namespace dcl::inventory
