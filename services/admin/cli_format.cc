@@ -335,6 +335,7 @@ std::vector<std::string> MoveText(const v1::Move& m) {
 }
 
 std::vector<std::string> MovesTable(const v1::ListMovesResponse& moves) {
+  if (moves.moves().empty()) return {"no moves"};
   std::vector<std::vector<std::string>> rows;
   for (const v1::Move& m : moves.moves()) {
     rows.push_back({m.id(), MoveStateName(m.state()), ShortId(m.device_id()),
@@ -383,6 +384,7 @@ std::vector<std::string> ReservationText(const v1::Reservation& r) {
 }
 
 std::vector<std::string> ReservationsTable(const v1::ListReservationsResponse& list) {
+  if (list.reservations().empty()) return {"no reservations"};
   std::vector<std::vector<std::string>> rows;
   for (const v1::Reservation& r : list.reservations()) {
     rows.push_back({r.id(), r.idempotency_key(), ReservationStateName(r.state()),

@@ -289,8 +289,10 @@ std::vector<std::string> RackElevationText(const v1::Rack& rack, const DeviceLab
   }
   lines.push_back("");
 
-  std::vector<std::string> header = {"U", "FRONT"};
-  if (g.has_rear()) header.push_back("REAR");
+  // Faces at least this wide, so that an empty rack reads like a rack rather than two dots.
+  constexpr size_t kFaceColumn = 24;
+  std::vector<std::string> header = {"U", PadRight("FRONT", kFaceColumn)};
+  if (g.has_rear()) header.push_back(PadRight("REAR", kFaceColumn));
   std::vector<std::vector<std::string>> rows;
   int free_front = 0, free_rear = 0;
   for (const ElevationRow& row : elevation.rows) {
