@@ -41,8 +41,9 @@ std::string NewLogPath() {
 
 }  // namespace
 
-ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args)
-    : log_path_(NewLogPath()) {
+ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::string>& args,
+                           bool separate_stderr)
+    : log_path_(NewLogPath()), stderr_path_(separate_stderr ? log_path_ + ".stderr" : "") {
   std::vector<std::string> argv_storage = {binary};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -53,7 +54,12 @@ ChildProcess::ChildProcess(const std::string& binary, const std::vector<std::str
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path_.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  if (stderr_path_.empty()) {
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  }
   // The child starts with default signal dispositions and an empty mask, whatever the test
   // runner's threads have blocked.
   posix_spawnattr_t attr;
@@ -117,11 +123,21 @@ std::optional<int> ChildProcess::TerminatingSignal() {
   return WTERMSIG(wait_status_);
 }
 
-std::string ChildProcess::Log() const {
-  std::ifstream in(log_path_);
+namespace {
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path);
   std::stringstream out;
   out << in.rdbuf();
   return out.str();
+}
+
+}  // namespace
+
+std::string ChildProcess::Log() const { return ReadWhole(log_path_); }
+
+std::string ChildProcess::Stderr() const {
+  return stderr_path_.empty() ? "" : ReadWhole(stderr_path_);
 }
 
 }  // namespace dcl::testing

@@ -20,8 +20,10 @@ std::string RunfilesBinary(const std::string& workspace_path);
 
 class ChildProcess {
  public:
-  // Starts `binary` with `args` (e.g. --database_url=..., --interval_seconds=1).
-  ChildProcess(const std::string& binary, const std::vector<std::string>& args);
+  // Starts `binary` with `args` (e.g. --database_url=..., --interval_seconds=1). With
+  // `separate_stderr`, stderr goes to a file of its own (Stderr()) instead of into the log.
+  ChildProcess(const std::string& binary, const std::vector<std::string>& args,
+               bool separate_stderr = false);
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
   // Kills the process (SIGKILL) if it still runs.
@@ -37,14 +39,17 @@ class ChildProcess {
   // The signal that ended the process (e.g. SIGSEGV), once it has exited by one; nullopt while
   // it runs or when it exited normally.
   std::optional<int> TerminatingSignal();
-  // Everything the process logged so far (stdout and stderr).
+  // Everything the process logged so far (stdout, and stderr unless it is separate).
   std::string Log() const;
+  // What the process wrote to stderr so far, when it is separate; else "".
+  std::string Stderr() const;
 
  private:
   void Reap(int wait_status);
 
   pid_t pid_ = -1;
   std::string log_path_;
+  std::string stderr_path_;  // empty: stderr goes to the log
   bool exited_ = false;
   int wait_status_ = 0;
 };

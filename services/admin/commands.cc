@@ -1,0 +1,840 @@
+#include "services/admin/commands.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dcl/v1/moves.grpc.pb.h"
+#include "dcl/v1/occupancy.grpc.pb.h"
+#include "dcl/v1/reservation.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "services/admin/cli_format.h"
+#include "services/admin/db_commands.h"
+#include "services/admin/grpc_client.h"
+#include "services/admin/rack_elevation.h"
+
+// Where the calls go (grpc_client.h has the order of precedence).
+ABSL_FLAG(std::string, target, "",
+          "host:port of every service (else $DCL_TARGET; default per service: "
+          "127.0.0.1:50051 reservation, :50052 occupancy, :50053 moves)");
+ABSL_FLAG(std::string, token, "", "bearer token for every service (else $DCL_TOKEN)");
+ABSL_FLAG(std::string, reservation_target, "",
+          "ReservationService host:port (else --target, $DCL_RESERVATION_TARGET)");
+ABSL_FLAG(std::string, reservation_token, "",
+          "token for ReservationService, a commerce token (else --token, $DCL_RESERVATION_TOKEN)");
+ABSL_FLAG(std::string, occupancy_target, "",
+          "OccupancyService host:port (else --target, $DCL_OCCUPANCY_TARGET)");
+ABSL_FLAG(std::string, occupancy_token, "",
+          "token for OccupancyService (else --token, $DCL_OCCUPANCY_TOKEN)");
+ABSL_FLAG(std::string, moves_target, "",
+          "MoveService host:port (else --target, $DCL_MOVES_TARGET)");
+ABSL_FLAG(std::string, moves_token, "", "token for MoveService (else --token, $DCL_MOVES_TOKEN)");
+ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA that signed the servers' certificates: TLS");
+ABSL_FLAG(std::string, tls_client_cert, "", "with --tls_ca: PEM client certificate (mutual TLS)");
+ABSL_FLAG(std::string, tls_client_key, "", "with --tls_client_cert: its PEM private key");
+ABSL_FLAG(int, deadline_seconds, 15, "how long one call may take (streams: no limit)");
+// Output.
+ABSL_FLAG(bool, json, false, "print answers as JSON (protobuf's mapping, .proto field names)");
+ABSL_FLAG(std::string, svg, "", "rack show: also write the elevation as an SVG picture here");
+// What to book or move. Units are text so that a missing one differs from unit 0.
+ABSL_FLAG(std::string, rack, "", "rack id");
+ABSL_FLAG(std::string, device, "", "device id");
+ABSL_FLAG(std::string, side, "", "front or rear");
+ABSL_FLAG(std::string, unit, "", "place, move start: the device's lowest rack unit");
+ABSL_FLAG(std::string, first, "", "block, reserve-units, plan: first unit of the range");
+ABSL_FLAG(std::string, last, "", "block, reserve-units, plan: last unit of the range");
+ABSL_FLAG(bool, both_sides, false, "block, reserve-units, plan: front and rear");
+ABSL_FLAG(std::string, kind, "placement",
+          "plan: placement, blocking, reservation or move_hold");
+ABSL_FLAG(int, ttl_seconds, 0, "reserve-units: how long the units stay reserved (0: server default)");
+ABSL_FLAG(std::string, reason, "", "why (recorded with the booking or its release)");
+ABSL_FLAG(bool, draft, false, "move start: start as a draft instead of planned");
+ABSL_FLAG(std::string, note, "", "move: a note recorded with the change");
+ABSL_FLAG(std::string, to, "", "move advance: the target state (approved, in_progress …)");
+ABSL_FLAG(std::string, observation, "",
+          "move advance from needs_reconcile: found_at_destination or not_moved");
+// Lists.
+ABSL_FLAG(std::string, state, "", "move list, reservation list: only this state");
+ABSL_FLAG(std::string, key, "", "reservation show: the order's idempotency key instead of an id");
+ABSL_FLAG(int, limit, 100, "lists: at most this many rows");
+ABSL_FLAG(std::string, page_token, "", "lists: continue after an earlier answer's next_page_token");
+// Health.
+ABSL_FLAG(std::string, service, "", "health check: a service name (default: the whole server)");
+
+namespace dcl::admin {
+namespace {
+
+// A mistake on the command line: printed with the command's usage, exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Invocation {
+  std::string name;               // "move advance"
+  std::vector<std::string> args;  // positional arguments after the command's words
+  ClientOptions client;
+  bool json = false;
+};
+
+void PrintLines(const std::vector<std::string>& lines) {
+  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+}
+
+// --- Reading flags -------------------------------------------------------------------------
+
+std::string Required(const absl::Flag<std::string>& flag, const char* name) {
+  std::string value = absl::GetFlag(flag);
+  if (value.empty()) throw UsageError(absl::StrCat("--", name, " is required"));
+  return value;
+}
+
+int RequiredInt(const absl::Flag<std::string>& flag, const char* name) {
+  const std::string text = Required(flag, name);
+  int value = 0;
+  if (!absl::SimpleAtoi(text, &value)) {
+    throw UsageError(absl::StrCat("--", name, " must be a whole number, not \"", text, "\""));
+  }
+  return value;
+}
+
+v1::Side RequiredSide() {
+  v1::Side side;
+  const std::string text = Required(FLAGS_side, "side");
+  if (!ParseSide(text, &side)) throw UsageError("--side must be front or rear, not \"" + text + "\"");
+  return side;
+}
+
+// --side or --both_sides, for ranges.
+v1::Side SideOrBoth() {
+  if (absl::GetFlag(FLAGS_both_sides)) {
+    if (!absl::GetFlag(FLAGS_side).empty()) throw UsageError("--side and --both_sides exclude each other");
+    return v1::SIDE_UNSPECIFIED;
+  }
+  if (absl::GetFlag(FLAGS_side).empty()) throw UsageError("--side or --both_sides is required");
+  return RequiredSide();
+}
+
+v1::MoveState OptionalMoveState() {
+  v1::MoveState state = v1::MOVE_STATE_UNSPECIFIED;
+  const std::string text = absl::GetFlag(FLAGS_state);
+  if (!text.empty() && !ParseMoveState(text, &state)) {
+    throw UsageError("--state: unknown move state \"" + text + "\"");
+  }
+  return state;
+}
+
+// --- Calling -------------------------------------------------------------------------------
+
+// The failure of a call on stderr (readable, or JSON under --json); returns its exit status.
+int ReportFailure(const Invocation& inv, const grpc::Status& status) {
+  if (inv.json) {
+    std::fprintf(stderr, "%s\n", ErrorJson(status).c_str());
+  } else {
+    for (const std::string& line : DescribeError(status)) {
+      std::fprintf(stderr, "dclctl %s: %s\n", inv.name.c_str(), line.c_str());
+    }
+  }
+  return ExitCodeFor(status.error_code());
+}
+
+template <typename Grpc>
+std::unique_ptr<typename Grpc::Stub> StubFor(const Invocation& inv, Service service) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(inv.client, inv.client.For(service).target);
+  if (!channel.ok()) throw UsageError(std::string(channel.status().message()));
+  return Grpc::NewStub(*channel);
+}
+
+// One unary call: `call(context, response)` against the service; on success prints the answer
+// (JSON, or `text(response)`), on failure the refusal. Returns the exit status.
+template <typename Response>
+int Unary(const Invocation& inv, Service service,
+          const std::function<grpc::Status(grpc::ClientContext*, Response*)>& call,
+          const std::function<std::vector<std::string>(const Response&)>& text) {
+  Response response;
+  std::unique_ptr<grpc::ClientContext> context = MakeContext(inv.client, service);
+  const grpc::Status status = call(context.get(), &response);
+  if (!status.ok()) return ReportFailure(inv, status);
+  if (inv.json) {
+    std::printf("%s\n", ToJson(response).c_str());
+  } else {
+    PrintLines(text(response));
+  }
+  return kExitOk;
+}
+
+// --- Racks and bookings (OccupancyService) -------------------------------------------------
+
+int RackShow(Invocation& inv) {
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  v1::GetRackRequest req;
+  req.set_rack_id(inv.args[0]);
+  v1::Rack rack;
+  auto context = MakeContext(inv.client, Service::kOccupancy);
+  const grpc::Status status = stub->GetRack(context.get(), req, &rack);
+  if (!status.ok()) return ReportFailure(inv, status);
+  const std::string svg_path = absl::GetFlag(FLAGS_svg);
+  if (!svg_path.empty()) {
+    std::ofstream out(svg_path, std::ios::binary | std::ios::trunc);
+    out << RackElevationSvg(rack);
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "dclctl rack show: cannot write %s\n", svg_path.c_str());
+      return kExitOther;
+    }
+  }
+  if (inv.json) {
+    std::printf("%s\n", ToJson(rack).c_str());
+  } else if (!svg_path.empty()) {
+    std::printf("wrote the elevation of rack %s to %s\n", rack.name().c_str(), svg_path.c_str());
+  } else {
+    PrintLines(RackElevationText(rack));
+  }
+  return kExitOk;
+}
+
+int RackCapacity(Invocation& inv) {
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  v1::GetRackCapacityRequest req;
+  req.set_rack_id(inv.args[0]);
+  return Unary<v1::RackCapacity>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::RackCapacity* r) { return stub->GetRackCapacity(c, req, r); },
+      CapacityText);
+}
+
+int Place(Invocation& inv) {
+  v1::PlaceDeviceRequest req;
+  req.set_rack_id(Required(FLAGS_rack, "rack"));
+  req.set_device_id(Required(FLAGS_device, "device"));
+  req.set_side(RequiredSide());
+  req.set_unit(RequiredInt(FLAGS_unit, "unit"));
+  req.set_reason(absl::GetFlag(FLAGS_reason));
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  return Unary<v1::Booking>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::Booking* r) { return stub->PlaceDevice(c, req, r); },
+      BookingText);
+}
+
+// The range and sides of a block or a reservation of units, from the flags.
+template <typename Request>
+void FillRange(Request& req) {
+  req.set_rack_id(Required(FLAGS_rack, "rack"));
+  const v1::Side side = SideOrBoth();
+  req.set_side(side);
+  req.set_both_sides(side == v1::SIDE_UNSPECIFIED);
+  req.set_first_unit(RequiredInt(FLAGS_first, "first"));
+  req.set_last_unit(RequiredInt(FLAGS_last, "last"));
+  req.set_reason(absl::GetFlag(FLAGS_reason));
+}
+
+int Block(Invocation& inv) {
+  v1::BlockUnitsRequest req;
+  FillRange(req);
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  return Unary<v1::Booking>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::Booking* r) { return stub->BlockUnits(c, req, r); },
+      BookingText);
+}
+
+int ReserveUnits(Invocation& inv) {
+  v1::ReserveUnitsRequest req;
+  FillRange(req);
+  req.set_ttl_seconds(absl::GetFlag(FLAGS_ttl_seconds));
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  return Unary<v1::Booking>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::Booking* r) { return stub->ReserveUnits(c, req, r); },
+      BookingText);
+}
+
+int Release(Invocation& inv) {
+  v1::ReleaseBookingRequest req;
+  req.set_booking_id(inv.args[0]);
+  req.set_reason(absl::GetFlag(FLAGS_reason));
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  return Unary<v1::Booking>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::Booking* r) { return stub->ReleaseBooking(c, req, r); },
+      BookingText);
+}
+
+// A dry run: what a booking would claim, or why it would be refused (then exit status 4, as
+// the booking itself would end).
+int Plan(Invocation& inv) {
+  v1::PlanBookingRequest req;
+  v1::BookingRequest& b = *req.mutable_booking();
+  v1::BookingKind kind;
+  const std::string kind_text = absl::GetFlag(FLAGS_kind);
+  if (!ParseBookingKind(kind_text, &kind)) {
+    throw UsageError("--kind must be placement, blocking, reservation or move_hold, not \"" +
+                     kind_text + "\"");
+  }
+  b.set_kind(kind);
+  b.set_rack_id(Required(FLAGS_rack, "rack"));
+  b.set_reason(absl::GetFlag(FLAGS_reason));
+  if (kind == v1::BOOKING_PLACEMENT) {
+    b.set_device_id(Required(FLAGS_device, "device"));
+    b.set_side(RequiredSide());
+    b.set_first_unit(RequiredInt(FLAGS_unit, "unit"));
+  } else {
+    b.set_device_id(absl::GetFlag(FLAGS_device));
+    const v1::Side side = SideOrBoth();
+    b.set_side(side);
+    b.set_both_sides(side == v1::SIDE_UNSPECIFIED);
+    b.set_first_unit(RequiredInt(FLAGS_first, "first"));
+    b.set_last_unit(RequiredInt(FLAGS_last, "last"));
+  }
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  v1::PlanBookingResponse plan;
+  const int exit = Unary<v1::PlanBookingResponse>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::PlanBookingResponse* r) {
+        const grpc::Status s = stub->PlanBooking(c, req, r);
+        plan = *r;
+        return s;
+      },
+      PlanText);
+  if (exit != kExitOk) return exit;
+  return plan.ok() ? kExitOk : kExitRefused;
+}
+
+// --- Moves (MoveService) -------------------------------------------------------------------
+
+int MoveStart(Invocation& inv) {
+  v1::StartMoveRequest req;
+  req.set_device_id(Required(FLAGS_device, "device"));
+  req.set_destination_rack_id(Required(FLAGS_rack, "rack"));
+  req.set_destination_side(RequiredSide());
+  req.set_destination_unit(RequiredInt(FLAGS_unit, "unit"));
+  req.set_as_draft(absl::GetFlag(FLAGS_draft));
+  req.set_note(absl::GetFlag(FLAGS_note));
+  auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
+  return Unary<v1::Move>(
+      inv, Service::kMoves,
+      [&](grpc::ClientContext* c, v1::Move* r) { return stub->StartMove(c, req, r); }, MoveText);
+}
+
+int MoveAdvance(Invocation& inv) {
+  v1::AdvanceMoveRequest req;
+  req.set_move_id(inv.args[0]);
+  v1::MoveState target;
+  const std::string to = Required(FLAGS_to, "to");
+  if (!ParseMoveState(to, &target)) throw UsageError("--to: unknown move state \"" + to + "\"");
+  req.set_target(target);
+  const std::string observation_text = absl::GetFlag(FLAGS_observation);
+  if (!observation_text.empty()) {
+    v1::Observation observation;
+    if (!ParseObservation(observation_text, &observation)) {
+      throw UsageError("--observation must be found_at_destination or not_moved");
+    }
+    req.set_observation(observation);
+  }
+  req.set_note(absl::GetFlag(FLAGS_note));
+  auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
+  return Unary<v1::Move>(
+      inv, Service::kMoves,
+      [&](grpc::ClientContext* c, v1::Move* r) { return stub->AdvanceMove(c, req, r); },
+      MoveText);
+}
+
+int MoveCancel(Invocation& inv) {
+  v1::CancelMoveRequest req;
+  req.set_move_id(inv.args[0]);
+  req.set_note(absl::GetFlag(FLAGS_note));
+  auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
+  return Unary<v1::Move>(
+      inv, Service::kMoves,
+      [&](grpc::ClientContext* c, v1::Move* r) { return stub->CancelMove(c, req, r); }, MoveText);
+}
+
+int MoveShow(Invocation& inv) {
+  v1::GetMoveRequest req;
+  req.set_move_id(inv.args[0]);
+  auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
+  return Unary<v1::Move>(
+      inv, Service::kMoves,
+      [&](grpc::ClientContext* c, v1::Move* r) { return stub->GetMove(c, req, r); }, MoveText);
+}
+
+// Pages through a list until --limit rows or the end; `page(token, size, response)` fetches one
+// page. The answer keeps the last page's next_page_token (--page_token continues from it).
+template <typename Response>
+grpc::Status CollectPages(
+    const Invocation& inv, Service service, Response* all,
+    const std::function<void(Response&, const Response&)>& append,
+    const std::function<int(const Response&)>& count,
+    const std::function<grpc::Status(grpc::ClientContext*, const std::string&, int, Response*)>&
+        page) {
+  const int limit = std::max(1, absl::GetFlag(FLAGS_limit));
+  std::string token = absl::GetFlag(FLAGS_page_token);
+  while (true) {
+    Response one;
+    auto context = MakeContext(inv.client, service);
+    const grpc::Status status = page(context.get(), token, std::min(500, limit - count(*all)), &one);
+    if (!status.ok()) return status;
+    append(*all, one);
+    all->set_next_page_token(one.next_page_token());
+    token = one.next_page_token();
+    if (token.empty() || count(*all) >= limit) return grpc::Status::OK;
+  }
+}
+
+template <typename Response>
+int PrintList(const Invocation& inv, const grpc::Status& status, const Response& all,
+              const std::function<std::vector<std::string>(const Response&)>& table) {
+  if (!status.ok()) return ReportFailure(inv, status);
+  if (inv.json) {
+    std::printf("%s\n", ToJson(all).c_str());
+    return kExitOk;
+  }
+  PrintLines(table(all));
+  if (!all.next_page_token().empty()) {
+    std::fprintf(stderr, "(more rows: raise --limit, or continue with --page_token=%s)\n",
+                 all.next_page_token().c_str());
+  }
+  return kExitOk;
+}
+
+int MoveList(Invocation& inv) {
+  v1::ListMovesRequest req;
+  req.set_state(OptionalMoveState());
+  req.set_device_id(absl::GetFlag(FLAGS_device));
+  auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
+  v1::ListMovesResponse all;
+  const grpc::Status status = CollectPages<v1::ListMovesResponse>(
+      inv, Service::kMoves, &all,
+      [](v1::ListMovesResponse& to, const v1::ListMovesResponse& from) {
+        to.mutable_moves()->MergeFrom(from.moves());
+      },
+      [](const v1::ListMovesResponse& r) { return r.moves_size(); },
+      [&](grpc::ClientContext* c, const std::string& token, int size, v1::ListMovesResponse* r) {
+        req.set_page_token(token);
+        req.set_page_size(size);
+        return stub->ListMoves(c, req, r);
+      });
+  return PrintList<v1::ListMovesResponse>(inv, status, all, MovesTable);
+}
+
+// Ctrl-C (or SIGTERM) during a watch, turned into a cancelled stream. A signal handler may only
+// do async-signal-safe things, so it writes a byte to a pipe; a thread reads it and cancels the
+// call. Installed with sigaction for the whole process, so it works whichever thread the
+// signal lands on (gRPC runs threads of its own).
+class WatchInterrupter {
+ public:
+  explicit WatchInterrupter(grpc::ClientContext& context) : context_(context) {
+    if (pipe2(fds_, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    write_fd_ = fds_[1];
+    struct sigaction action {};
+    action.sa_handler = [](int) {
+      const char byte = 'i';
+      [[maybe_unused]] ssize_t n = write(write_fd_, &byte, 1);
+    };
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+    waiter_ = std::thread([this] {
+      char byte = 0;
+      while (read(fds_[0], &byte, 1) < 0 && errno == EINTR) {
+      }
+      if (byte == 'i') {
+        interrupted_ = true;
+        context_.TryCancel();
+      }
+    });
+  }
+  WatchInterrupter(const WatchInterrupter&) = delete;
+  WatchInterrupter& operator=(const WatchInterrupter&) = delete;
+  ~WatchInterrupter() {
+    const char byte = 'd';  // done: wakes the waiter when no signal came
+    [[maybe_unused]] ssize_t n = write(fds_[1], &byte, 1);
+    waiter_.join();
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  // Valid once the stream has finished (the waiter sets it before cancelling).
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  static inline int write_fd_ = -1;
+  grpc::ClientContext& context_;
+  int fds_[2] = {-1, -1};
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+  std::atomic<bool> interrupted_{false};
+  std::thread waiter_;
+};
+
+int MoveWatch(Invocation& inv) {
+  v1::WatchMoveRequest req;
+  req.set_move_id(inv.args[0]);
+  auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
+  std::unique_ptr<grpc::ClientContext> context = MakeContext(inv.client, Service::kMoves, true);
+  grpc::Status status;
+  bool interrupted = false;
+  v1::MoveEvent last;
+  {
+    WatchInterrupter interrupter(*context);
+    if (!inv.json) {
+      std::fprintf(stderr, "watching move %s (Ctrl-C stops watching; the move goes on)\n",
+                   req.move_id().c_str());
+    }
+    std::unique_ptr<grpc::ClientReader<v1::MoveEvent>> reader =
+        stub->WatchMove(context.get(), req);
+    v1::MoveEvent event;
+    while (reader->Read(&event)) {
+      std::printf("%s\n", inv.json ? ToJson(event, false).c_str() : MoveEventLine(event).c_str());
+      std::fflush(stdout);
+      last = event;
+    }
+    status = reader->Finish();
+    // The waiter marks the interruption before it cancels, so a stream it cancelled has
+    // finished after the mark.
+    interrupted = interrupter.interrupted();
+  }
+  if (interrupted) {
+    if (!inv.json) std::fprintf(stderr, "stopped watching; the move goes on\n");
+    return kExitInterrupted;
+  }
+  if (!status.ok()) return ReportFailure(inv, status);
+  if (!inv.json) {
+    std::fprintf(stderr, "move %s is %s\n", req.move_id().c_str(),
+                 MoveStateName(last.to_state()).c_str());
+  }
+  return kExitOk;
+}
+
+// --- Reservations (ReservationService) -----------------------------------------------------
+
+int ReservationList(Invocation& inv) {
+  v1::ListReservationsRequest req;
+  const std::string state_text = absl::GetFlag(FLAGS_state);
+  if (!state_text.empty()) {
+    v1::ReservationState state;
+    if (!ParseReservationState(state_text, &state)) {
+      throw UsageError("--state must be held, converted, expired or cancelled");
+    }
+    req.set_state(state);
+  }
+  auto stub = StubFor<v1::ReservationService>(inv, Service::kReservation);
+  v1::ListReservationsResponse all;
+  const grpc::Status status = CollectPages<v1::ListReservationsResponse>(
+      inv, Service::kReservation, &all,
+      [](v1::ListReservationsResponse& to, const v1::ListReservationsResponse& from) {
+        to.mutable_reservations()->MergeFrom(from.reservations());
+      },
+      [](const v1::ListReservationsResponse& r) { return r.reservations_size(); },
+      [&](grpc::ClientContext* c, const std::string& token, int size,
+          v1::ListReservationsResponse* r) {
+        req.set_page_token(token);
+        req.set_page_size(size);
+        return stub->ListReservations(c, req, r);
+      });
+  return PrintList<v1::ListReservationsResponse>(inv, status, all, ReservationsTable);
+}
+
+int ReservationShow(Invocation& inv) {
+  v1::GetReservationRequest req;
+  const std::string key = absl::GetFlag(FLAGS_key);
+  if (inv.args.empty() == key.empty()) {
+    throw UsageError("name the reservation by its id or by --key, one of the two");
+  }
+  if (key.empty()) {
+    req.mutable_reservation()->set_reservation_id(inv.args[0]);
+  } else {
+    req.mutable_reservation()->set_idempotency_key(key);
+  }
+  auto stub = StubFor<v1::ReservationService>(inv, Service::kReservation);
+  return Unary<v1::Reservation>(
+      inv, Service::kReservation,
+      [&](grpc::ClientContext* c, v1::Reservation* r) { return stub->GetReservation(c, req, r); },
+      ReservationText);
+}
+
+// --- Servers -------------------------------------------------------------------------------
+
+// grpc.health.v1 of one server, for scripts that wait for a server to come up: exit 0 only
+// when SERVING.
+int HealthCheck(Invocation& inv) {
+  std::string target = absl::GetFlag(FLAGS_target);
+  if (target.empty() && std::getenv("DCL_TARGET") != nullptr) target = std::getenv("DCL_TARGET");
+  if (target.empty()) throw UsageError("--target (or DCL_TARGET) is required");
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(inv.client, target);
+  if (!channel.ok()) throw UsageError(std::string(channel.status().message()));
+  auto stub = grpc::health::v1::Health::NewStub(*channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(absl::GetFlag(FLAGS_service));
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return ReportFailure(inv, status);
+  std::printf("%s\n",
+              grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status()).c_str());
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk
+                                                                                : kExitOther;
+}
+
+// --- The table -----------------------------------------------------------------------------
+
+enum class Section { kRacks, kMoves, kReservations, kServers, kDatabase };
+
+struct Command {
+  std::vector<std::string> words;
+  std::string usage;  // arguments and flags
+  std::string help;
+  size_t min_args, max_args;  // positional arguments after the words
+  Section section;
+  std::function<int(Invocation&)> run;
+};
+
+int Database(Invocation& inv) {
+  const size_t space = inv.name.find(' ');
+  return RunDatabaseCommand(inv.name.substr(0, space), inv.name.substr(space + 1));
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {{"rack", "show"}, "RACK_ID [--svg FILE]",
+       "the rack's elevation, top unit first, front and rear; --svg writes a picture", 1, 1,
+       Section::kRacks, RackShow},
+      {{"rack", "capacity"}, "RACK_ID", "free units per side, power and weight budgets", 1, 1,
+       Section::kRacks, RackCapacity},
+      {{"place"}, "--rack R --device D --side front|rear --unit U [--reason T]",
+       "place a device with its lowest unit at U", 0, 0, Section::kRacks, Place},
+      {{"block"}, "--rack R --side S|--both_sides --first A --last B [--reason T]",
+       "take units out of service", 0, 0, Section::kRacks, Block},
+      {{"reserve-units"},
+       "--rack R --side S|--both_sides --first A --last B [--ttl_seconds N] [--reason T]",
+       "hold units for something on its way", 0, 0, Section::kRacks, ReserveUnits},
+      {{"release"}, "BOOKING_ID [--reason T]", "end a blocking, reservation or placement", 1, 1,
+       Section::kRacks, Release},
+      {{"plan"},
+       "[--kind placement|blocking|reservation|move_hold] --rack R (--device D --side S --unit U "
+       "| --side S|--both_sides --first A --last B)",
+       "dry run: the units a booking would claim, or why it would be refused (exit 4)", 0, 0,
+       Section::kRacks, Plan},
+      {{"move", "start"}, "--device D --rack R --side S --unit U [--draft] [--note T]",
+       "start moving a placed device to another unit of its site", 0, 0, Section::kMoves,
+       MoveStart},
+      {{"move", "advance"},
+       "MOVE_ID --to STATE [--observation found_at_destination|not_moved] [--note T]",
+       "take a move to its next state (planned, approved, in_progress, awaiting_verification, "
+       "completed …)",
+       1, 1, Section::kMoves, MoveAdvance},
+      {{"move", "cancel"}, "MOVE_ID [--note T]", "call a move off", 1, 1, Section::kMoves,
+       MoveCancel},
+      {{"move", "show"}, "MOVE_ID", "one move", 1, 1, Section::kMoves, MoveShow},
+      {{"move", "list"}, "[--state S] [--device D] [--limit N]", "moves, oldest first", 0, 0,
+       Section::kMoves, MoveList},
+      {{"move", "watch"}, "MOVE_ID",
+       "every state change as it happens, until the move ends (Ctrl-C stops watching)", 1, 1,
+       Section::kMoves, MoveWatch},
+      {{"reservation", "list"}, "[--state held|converted|expired|cancelled] [--limit N]",
+       "machine reservations, newest first", 0, 0, Section::kReservations, ReservationList},
+      {{"reservation", "show"}, "RESERVATION_ID | --key KEY", "one reservation", 0, 1,
+       Section::kReservations, ReservationShow},
+      {{"health", "check"}, "--target HOST:PORT [--service NAME]",
+       "exit 0 only when the server answers SERVING", 0, 0, Section::kServers, HealthCheck},
+      {{"token", "create"}, "--org ORG --role ROLE [--subject S] [--label L]",
+       "a new API token, printed once (stored hashed)", 0, 0, Section::kDatabase, Database},
+      {{"token", "revoke"}, "--id TOKEN_ID", "effective on the next call", 0, 0,
+       Section::kDatabase, Database},
+      {{"module", "enable"}, "[--org ORG]",
+       "the datacenter module: without --org the global switch", 0, 0, Section::kDatabase,
+       Database},
+      {{"module", "disable"}, "[--org ORG]", "", 0, 0, Section::kDatabase, Database},
+      {{"org", "create"}, "--name NAME", "a new organization", 0, 0, Section::kDatabase, Database},
+  };
+  return commands;
+}
+
+const char* SectionTitle(Section section) {
+  switch (section) {
+    case Section::kRacks:
+      return "Racks and bookings (OccupancyService, a dc-operator token)";
+    case Section::kMoves:
+      return "Moves (MoveService, a dc-operator token)";
+    case Section::kReservations:
+      return "Reservations (ReservationService, a commerce token)";
+    case Section::kServers:
+      return "Servers";
+    case Section::kDatabase:
+      return "Administration, straight on the database (--database_url or DCL_DATABASE_URL)";
+  }
+  return "";
+}
+
+std::string CommandLine(const Command& c) {
+  return absl::StrJoin(c.words, " ") + (c.usage.empty() ? "" : " " + c.usage);
+}
+
+// The flags defined by dclctl's own files, with their help and defaults.
+std::string FlagsHelp() {
+  std::vector<const absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::StrContains(flag->Filename(), "services/admin/") ||
+        name == "database_url") {
+      flags.push_back(flag);
+    }
+  }
+  std::sort(flags.begin(), flags.end(),
+            [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
+  std::string text;
+  for (const absl::CommandLineFlag* flag : flags) {
+    absl::StrAppend(&text, "  --", flag->Name(), "  ", flag->Help());
+    const std::string default_value = flag->DefaultValue();
+    if (!default_value.empty() && default_value != "false") {
+      absl::StrAppend(&text, " (default ", default_value, ")");
+    }
+    absl::StrAppend(&text, "\n");
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string HelpText() {
+  std::string text =
+      "dclctl: the DC team's command line for dcl.\n"
+      "Usage: dclctl COMMAND [ARGS] [FLAGS]\n";
+  for (Section section : {Section::kRacks, Section::kMoves, Section::kReservations,
+                          Section::kServers, Section::kDatabase}) {
+    absl::StrAppend(&text, "\n", SectionTitle(section), ":\n");
+    for (const Command& c : Commands()) {
+      if (c.section != section) continue;
+      absl::StrAppend(&text, "  dclctl ", CommandLine(c), "\n");
+      if (!c.help.empty()) absl::StrAppend(&text, "      ", c.help, "\n");
+    }
+  }
+  absl::StrAppend(
+      &text,
+      "\nTargets and tokens: --target/--token (or DCL_TARGET/DCL_TOKEN) for every service;\n"
+      "per service --reservation_target, --occupancy_target, --moves_target and the *_token\n"
+      "flags (or DCL_RESERVATION_TARGET, DCL_OCCUPANCY_TOKEN …) win over them. Flags win over\n"
+      "the environment. Defaults: 127.0.0.1:50051 reservation, :50052 occupancy, :50053 moves.\n"
+      "TLS: --tls_ca (and --tls_client_cert/--tls_client_key for mutual TLS).\n"
+      "\nOutput: tables for people; --json prints protobuf's JSON (a watch: one object per line),\n"
+      "and a failure as a google.rpc.Status on stderr.\n"
+      "\nExit status: 0 done; 1 other failure; 2 bad flags or input (INVALID_ARGUMENT);\n"
+      "3 not found; 4 refused by a rule (FAILED_PRECONDITION, RESOURCE_EXHAUSTED; a plan that\n"
+      "would be refused); 5 lost a race, retry now (ABORTED); 6 unavailable or deadline, retry\n"
+      "later; 7 not authenticated or not allowed; 130 a watch stopped by Ctrl-C.\n"
+      "\nFlags:\n",
+      FlagsHelp());
+  return text;
+}
+
+int RunCommand(const std::vector<std::string>& positional) {
+  const Command* match = nullptr;
+  for (const Command& c : Commands()) {
+    if (positional.size() >= c.words.size() &&
+        std::equal(c.words.begin(), c.words.end(), positional.begin())) {
+      match = &c;
+      break;
+    }
+  }
+  if (match == nullptr) {
+    std::fprintf(stderr, "dclctl: unknown command \"%s\"; dclctl --help lists the commands\n",
+                 absl::StrJoin(positional, " ").c_str());
+    return kExitUsage;
+  }
+  Invocation inv;
+  inv.name = absl::StrJoin(match->words, " ");
+  inv.args.assign(positional.begin() + static_cast<long>(match->words.size()), positional.end());
+  inv.json = absl::GetFlag(FLAGS_json);
+  ClientFlags flags;
+  flags.target = absl::GetFlag(FLAGS_target);
+  flags.token = absl::GetFlag(FLAGS_token);
+  flags.reservation_target = absl::GetFlag(FLAGS_reservation_target);
+  flags.reservation_token = absl::GetFlag(FLAGS_reservation_token);
+  flags.occupancy_target = absl::GetFlag(FLAGS_occupancy_target);
+  flags.occupancy_token = absl::GetFlag(FLAGS_occupancy_token);
+  flags.moves_target = absl::GetFlag(FLAGS_moves_target);
+  flags.moves_token = absl::GetFlag(FLAGS_moves_token);
+  flags.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  flags.tls_client_cert = absl::GetFlag(FLAGS_tls_client_cert);
+  flags.tls_client_key = absl::GetFlag(FLAGS_tls_client_key);
+  flags.deadline_seconds = std::max(1, absl::GetFlag(FLAGS_deadline_seconds));
+  inv.client = ResolveClientOptions(flags, [](const char* name) { return std::getenv(name); });
+  try {
+    if (inv.args.size() < match->min_args || inv.args.size() > match->max_args) {
+      throw UsageError(inv.args.size() < match->min_args ? "missing argument"
+                                                         : "too many arguments");
+    }
+    return match->run(inv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "dclctl %s: %s\nusage: dclctl %s\n", inv.name.c_str(), e.what(),
+                 CommandLine(*match).c_str());
+    return kExitUsage;
+  }
+}
+
+bool CheckFlags(int argc, char** argv, std::string* error) {
+  // absl's own flags, handled by absl itself.
+  static const std::vector<std::string> kBuiltin = {
+      "help",    "helpfull",       "helpshort", "helppackage", "helpon", "helpmatch",
+      "version", "only_check_args", "flagfile", "fromenv",     "tryfromenv", "undefok"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::string value;
+    const size_t eq = name.find('=');
+    const bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (std::find(kBuiltin.begin(), kBuiltin.end(), name) != kBuiltin.end()) continue;
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && absl::StartsWith(name, "no")) {
+      absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>() && !has_value) continue;
+    }
+    if (flag == nullptr) {
+      *error = "unknown flag --" + name + "; dclctl --help lists the flags";
+      return false;
+    }
+    if (!has_value) {
+      if (flag->IsOfType<bool>()) continue;
+      if (i + 1 >= argc) {
+        *error = "--" + name + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+    }
+    std::string parse_error;
+    if (!flag->ParseFrom(value, &parse_error)) {
+      *error = "--" + name + ": " + parse_error;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace dcl::admin

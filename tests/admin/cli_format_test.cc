@@ -1,0 +1,188 @@
+// dclctl's pure parts without a server: the exit status of every gRPC code, a refusal's
+// readable lines and its JSON, the parsers of what operators type, and where targets and
+// tokens come from.
+#include "services/admin/cli_format.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "google/rpc/status.pb.h"
+#include "services/admin/grpc_client.h"
+#include "services/common/grpc_status.h"
+#include "services/common/status.h"
+
+namespace dcl::admin {
+namespace {
+
+TEST_CASE("every gRPC code has the exit status the README's table gives it") {
+  using C = grpc::StatusCode;
+  const std::map<C, int> expected = {
+      {C::OK, 0},
+      {C::CANCELLED, 1},
+      {C::UNKNOWN, 1},
+      {C::INVALID_ARGUMENT, 2},
+      {C::DEADLINE_EXCEEDED, 6},
+      {C::NOT_FOUND, 3},
+      {C::ALREADY_EXISTS, 4},
+      {C::PERMISSION_DENIED, 7},
+      {C::RESOURCE_EXHAUSTED, 4},
+      {C::FAILED_PRECONDITION, 4},
+      {C::ABORTED, 5},
+      {C::OUT_OF_RANGE, 2},
+      {C::UNIMPLEMENTED, 1},
+      {C::INTERNAL, 1},
+      {C::UNAVAILABLE, 6},
+      {C::DATA_LOSS, 1},
+      {C::UNAUTHENTICATED, 7},
+  };
+  for (const auto& [code, exit] : expected) {
+    INFO("code " << static_cast<int>(code));
+    CHECK(ExitCodeFor(code) == exit);
+  }
+}
+
+grpc::Status UnitOccupied() {
+  Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED, "U10 is taken");
+  error.Meta("rack_id", "r-1");
+  for (v1::Side side : {v1::SIDE_FRONT, v1::SIDE_REAR}) {
+    v1::Slot* slot = error.detail().add_colliding_slots();
+    slot->set_side(side);
+    slot->set_unit(10);
+  }
+  return ToGrpcStatus(error);
+}
+
+TEST_CASE("a refusal reads as its kind, code, reason, message, colliding units and metadata") {
+  CHECK(DescribeError(UnitOccupied()) ==
+        std::vector<std::string>{
+            "refused (FAILED_PRECONDITION, UNIT_OCCUPIED): U10 is taken",
+            "  colliding units: front+rear U10",
+            "  rack_id: r-1",
+        });
+  Error transition(absl::StatusCode::kFailedPrecondition, v1::INVALID_TRANSITION, "no");
+  transition.detail().add_allowed_targets("approved");
+  transition.detail().add_allowed_targets("cancelled");
+  CHECK(DescribeError(ToGrpcStatus(transition))[1] == "  allowed next states: approved, cancelled");
+  // A transport failure has no ErrorDetail: the status' own message.
+  CHECK(DescribeError(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused")) ==
+        std::vector<std::string>{"unavailable, try again later (UNAVAILABLE): connection refused"});
+}
+
+TEST_CASE("a refusal in JSON is the google.rpc.Status with the ErrorDetail inside") {
+  google::rpc::Status parsed;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(ErrorJson(UnitOccupied()), &parsed).ok());
+  CHECK(parsed.code() == 9);
+  v1::ErrorDetail detail;
+  bool found = false;
+  for (const auto& any : parsed.details()) found = found || any.UnpackTo(&detail);
+  REQUIRE(found);
+  CHECK(detail.reason() == v1::UNIT_OCCUPIED);
+  CHECK(detail.colliding_slots_size() == 2);
+
+  REQUIRE(google::protobuf::util::JsonStringToMessage(
+              ErrorJson(grpc::Status(grpc::StatusCode::UNAVAILABLE, "down")), &parsed)
+              .ok());
+  CHECK(parsed.code() == 14);
+  CHECK(parsed.message() == "down");
+}
+
+TEST_CASE("operators' words: case, dashes and the enum prefix do not matter") {
+  v1::MoveState state;
+  for (const char* text : {"in_progress", "in-progress", "IN_PROGRESS", "MOVE_IN_PROGRESS"}) {
+    INFO(text);
+    REQUIRE(ParseMoveState(text, &state));
+    CHECK(state == v1::MOVE_IN_PROGRESS);
+  }
+  CHECK_FALSE(ParseMoveState("unspecified", &state));
+  CHECK_FALSE(ParseMoveState("moving", &state));
+  CHECK(MoveStateName(v1::MOVE_AWAITING_VERIFICATION) == "awaiting_verification");
+
+  v1::Side side;
+  REQUIRE(ParseSide("Rear", &side));
+  CHECK(side == v1::SIDE_REAR);
+  CHECK_FALSE(ParseSide("sideways", &side));
+  v1::BookingKind kind;
+  REQUIRE(ParseBookingKind("move-hold", &kind));
+  CHECK(kind == v1::BOOKING_MOVE_HOLD);
+  v1::ReservationState reservation;
+  REQUIRE(ParseReservationState("held", &reservation));
+  CHECK(reservation == v1::RESERVATION_HELD);
+  v1::Observation observation;
+  REQUIRE(ParseObservation("not_moved", &observation));
+  CHECK(observation == v1::OBSERVATION_NOT_MOVED);
+}
+
+TEST_CASE("a plan reads as the units it would claim, or as its refusal") {
+  v1::PlanBookingResponse ok;
+  ok.set_ok(true);
+  for (int unit : {9, 10}) {
+    v1::Slot* slot = ok.add_slots();
+    slot->set_side(v1::SIDE_FRONT);
+    slot->set_unit(unit);
+  }
+  CHECK(PlanText(ok) == std::vector<std::string>{"would claim: front U9-U10"});
+  v1::PlanBookingResponse refused;
+  refused.mutable_rejection()->set_reason(v1::OUT_OF_BOUNDS);
+  refused.mutable_rejection()->set_message("U43 is outside U1-U42");
+  CHECK(PlanText(refused) ==
+        std::vector<std::string>{"would be refused (OUT_OF_BOUNDS): U43 is outside U1-U42"});
+}
+
+TEST_CASE("a move event reads as time, sequence, transition, actor and note") {
+  v1::MoveEvent event;
+  event.set_sequence(2);
+  event.set_from_state(v1::MOVE_PLANNED);
+  event.set_to_state(v1::MOVE_APPROVED);
+  event.set_actor("dc-operator");
+  event.set_note("ok");
+  event.mutable_at()->set_seconds(1800000000);
+  CHECK(MoveEventLine(event) == "2027-01-15 08:00:00Z  #2  planned → approved  by dc-operator  “ok”");
+  event.clear_from_state();
+  event.set_to_state(v1::MOVE_DRAFT);
+  event.clear_note();
+  CHECK(MoveEventLine(event) == "2027-01-15 08:00:00Z  #2  created as draft  by dc-operator");
+}
+
+TEST_CASE("targets and tokens: per-service flag, shared flag, per-service env, shared env, default") {
+  std::map<std::string, std::string> env;
+  auto getenv = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ClientFlags flags;
+  ClientOptions o = ResolveClientOptions(flags, getenv);
+  CHECK(o.reservation.target == "127.0.0.1:50051");
+  CHECK(o.occupancy.target == "127.0.0.1:50052");
+  CHECK(o.moves.target == "127.0.0.1:50053");
+  CHECK(o.moves.token.empty());
+
+  env["DCL_TARGET"] = "env-all:1";
+  env["DCL_TOKEN"] = "env-token";
+  env["DCL_MOVES_TARGET"] = "env-moves:3";
+  env["DCL_RESERVATION_TOKEN"] = "env-commerce";
+  o = ResolveClientOptions(flags, getenv);
+  CHECK(o.occupancy.target == "env-all:1");
+  CHECK(o.moves.target == "env-moves:3");
+  CHECK(o.occupancy.token == "env-token");
+  CHECK(o.reservation.token == "env-commerce");
+
+  flags.target = "flag-all:1";
+  flags.token = "flag-token";
+  o = ResolveClientOptions(flags, getenv);
+  CHECK(o.moves.target == "flag-all:1");  // a flag beats the environment, even a specific one
+  CHECK(o.reservation.token == "flag-token");
+
+  flags.occupancy_target = "flag-occupancy:2";
+  flags.reservation_token = "flag-commerce";
+  o = ResolveClientOptions(flags, getenv);
+  CHECK(o.occupancy.target == "flag-occupancy:2");
+  CHECK(o.reservation.token == "flag-commerce");
+  CHECK(o.moves.token == "flag-token");
+}
+
+}  // namespace
+}  // namespace dcl::admin
