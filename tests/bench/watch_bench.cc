@@ -205,11 +205,10 @@ int Run() {
       v1::AdvanceMoveRequest advance;
       advance.set_move_id(id);
       advance.set_target(target);
-      if (target == v1::MOVE_AWAITING_VERIFICATION || target == v1::MOVE_COMPLETED) {
-        advance.set_observation(v1::OBSERVATION_FOUND_AT_DESTINATION);
-      }
       v1::Move out;
-      if (!logic.AdvanceMove(op, advance, &out).ok()) ++advance_errors;
+      if (absl::Status s = logic.AdvanceMove(op, advance, &out); !s.ok()) {
+        if (advance_errors++ < 3) std::fprintf(stderr, "advance: %s\n", s.ToString().c_str());
+      }
     }
   }
   for (std::thread& t : threads) t.join();
