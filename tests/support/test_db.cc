@@ -51,6 +51,10 @@ TestDatabase::~TestDatabase() {
   }
 }
 
+std::string TestDatabase::PgBouncerUrl() const {
+  return absl::StrCat(RequiredEnv("DCL_TEST_PGBOUNCER_CONNINFO"), " dbname=", name_);
+}
+
 std::unique_ptr<DbPool> TestDatabase::MakePool(int size) const {
   DbOptions options;
   options.url = url_;

@@ -22,6 +22,9 @@ class TestDatabase {
   ~TestDatabase();
 
   const std::string& url() const { return url_; }
+  // The same database through the test run's PgBouncer in transaction mode
+  // (DCL_TEST_PGBOUNCER_CONNINFO, started by tests/run); throws when there is none.
+  std::string PgBouncerUrl() const;
   const std::string& name() const { return name_; }
 
   std::unique_ptr<DbPool> MakePool(int size = 16) const;
