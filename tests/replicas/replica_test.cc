@@ -21,7 +21,7 @@
 // With --through_pgbouncer the servers' and sweepers' pools go through the test run's
 // PgBouncer in transaction mode (--database_pooler=transaction); the moves servers' LISTEN
 // connection goes to PostgreSQL directly (--watch_database_url).
-//   replica_test [--through_pgbouncer] [--seconds=20] [--kill_at=8] [--restart_after=4]
+//   replica_test [--through_pgbouncer [--watch_through_pgbouncer]] [--seconds=20] [--kill_at=8] [--restart_after=4]
 //                [--clients=4] [--seed=1]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -57,6 +57,9 @@
 
 ABSL_FLAG(bool, through_pgbouncer, false,
           "pools through the test run's PgBouncer in transaction mode");
+ABSL_FLAG(bool, watch_through_pgbouncer, false,
+          "with --through_pgbouncer: the moves servers' LISTEN goes through the pooler too, to "
+          "show why it must not (the watch probe then fails)");
 ABSL_FLAG(double, seconds, 20, "length of the mixed load");
 ABSL_FLAG(double, kill_at, 8,
           "seconds into the load when one replica of each service and one "
@@ -1403,7 +1406,9 @@ int Main() {
   testing::SuiteOptions options;
   if (through_pgbouncer) {
     options.database_url = db.PgBouncerUrl();
-    options.watch_database_url = db.url();  // LISTEN must not go through the pooler
+    // LISTEN must not go through the pooler (except to show what breaks when it does).
+    options.watch_database_url =
+        absl::GetFlag(FLAGS_watch_through_pgbouncer) ? db.PgBouncerUrl() : db.url();
     options.transaction_pooler = true;
   } else {
     options.database_url = db.url();
