@@ -21,7 +21,8 @@
 // With --through_pgbouncer the servers' and sweepers' pools go through the test run's
 // PgBouncer in transaction mode (--database_pooler=transaction); the moves servers' LISTEN
 // connection goes to PostgreSQL directly (--watch_database_url).
-//   replica_test [--through_pgbouncer [--watch_through_pgbouncer]] [--seconds=20] [--kill_at=8] [--restart_after=4]
+//   replica_test [--through_pgbouncer [--watch_through_pgbouncer]] [--seconds=20] [--kill_at=8]
+//   [--restart_after=4]
 //                [--clients=4] [--seed=1]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -850,7 +851,11 @@ class MoveClient {
 
  private:
   void Step() {
-    const std::string& device = devices_[rng_() % devices_.size()];
+    if (devices_.empty()) {  // every device's state became unknown: nothing left to move
+      std::this_thread::sleep_for(50ms);
+      return;
+    }
+    const std::string device = devices_[rng_() % devices_.size()];
     auto open = open_.find(device);
     if (open == open_.end()) {
       const std::string rack = world_.move_racks[rng_() % world_.move_racks.size()];
@@ -890,7 +895,6 @@ class MoveClient {
       moves_.push_back(move);
       open_.erase(open);
       devices_.erase(std::find(devices_.begin(), devices_.end(), device));
-      if (devices_.empty()) devices_.push_back("");  // keeps Step() callable; unused
       return;
     }
     if (!move.terminal()) return;
