@@ -122,6 +122,13 @@ def check_rules(docs):
                         for e in c.get("env", [])}
             if session_vars and env_keys.get(session_vars) != "direct-url":
                 fail(obj, f"{session_vars} must be the direct URL, not the pooler")
+            # Behind the transaction pooler a session-level SET does not stay with the client:
+            # the pool must send its timeouts per transaction.
+            values = {e["name"]: e.get("value") for e in c.get("env", [])}
+            if env_keys.get("DCL_DATABASE_URL") == "pooled-url" and \
+                    values.get("DCL_DATABASE_POOLER") != "transaction":
+                fail(obj, "DCL_DATABASE_URL is the pooler, but DCL_DATABASE_POOLER is not "
+                          "transaction")
 
     for name, port in SERVER_PORTS.items():
         deployment = next((d for d in deployments if d["metadata"]["name"] == name), None)

@@ -23,7 +23,7 @@ std::vector<std::string> FlagsOf(SharedFlags group) {
       return {"database_url"};
     case SharedFlags::kDatabasePool:
       return {"pool_size", "statement_timeout_ms", "lock_timeout_ms",
-              "idle_in_transaction_timeout_ms"};
+              "idle_in_transaction_timeout_ms", "database_pooler"};
     case SharedFlags::kLogFormat:
       return {"log_format"};
     case SharedFlags::kServer:

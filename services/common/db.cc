@@ -22,7 +22,23 @@ absl::Status CheckConnectionString(const std::string& url) {
   return absl::OkStatus();
 }
 
-DbPool::DbPool(DbOptions options) : options_(std::move(options)) {}
+namespace {
+
+// The server-side limits as SET statements: "SET" once per connection, or "SET LOCAL" at the
+// start of each transaction.
+std::string LimitSettings(const DbOptions& options, const char* set) {
+  return absl::StrCat(set, " statement_timeout = ", options.statement_timeout_ms, "; ", set,
+                      " lock_timeout = ", options.lock_timeout_ms, "; ", set,
+                      " idle_in_transaction_session_timeout = ",
+                      options.idle_in_transaction_timeout_ms);
+}
+
+}  // namespace
+
+DbPool::DbPool(DbOptions options)
+    : options_(std::move(options)),
+      per_transaction_settings_(options_.transaction_pooler ? LimitSettings(options_, "SET LOCAL")
+                                                            : "") {}
 
 DbPool::~DbPool() { Close(); }
 
@@ -41,11 +57,11 @@ DbPool::Lease::~Lease() {
 std::unique_ptr<pqxx::connection> DbPool::Connect() {
   auto conn = std::make_unique<pqxx::connection>(options_.url);
   pqxx::nontransaction setup(*conn);
-  setup.exec(absl::StrCat("SET statement_timeout = ", options_.statement_timeout_ms,
-                          "; SET lock_timeout = ", options_.lock_timeout_ms,
-                          "; SET idle_in_transaction_session_timeout = ",
-                          options_.idle_in_transaction_timeout_ms,
-                          "; SET application_name = 'dcl'"));
+  // application_name is one of the parameters PgBouncer keeps per client and re-applies on
+  // every server connection it hands out, so it is set per session either way.
+  setup.exec(options_.transaction_pooler
+                 ? std::string("SET application_name = 'dcl'")
+                 : absl::StrCat(LimitSettings(options_, "SET"), "; SET application_name = 'dcl'"));
   return conn;
 }
 

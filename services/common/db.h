@@ -35,6 +35,11 @@ struct DbOptions {
   int statement_timeout_ms = 10000;
   int lock_timeout_ms = 5000;
   int idle_in_transaction_timeout_ms = 30000;
+  // Behind a transaction-pooling PgBouncer a session-level SET reaches whichever server
+  // connection runs it and stays there, not with this client: the limits above are then sent
+  // as SET LOCAL at the start of every transaction (one round trip more per transaction)
+  // instead of once per connection.
+  bool transaction_pooler = false;
 };
 
 // Whether `url` is a connection string libpq can read at all (key=value pairs or a
@@ -87,9 +92,12 @@ class DbPool {
 
  private:
   std::unique_ptr<pqxx::connection> Connect();
+  // The SET LOCAL statements of every transaction with transaction_pooler; empty otherwise.
+  const std::string& per_transaction_settings() const { return per_transaction_settings_; }
   void Return(std::unique_ptr<pqxx::connection> conn, bool broken);
 
   const DbOptions options_;
+  const std::string per_transaction_settings_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int leased_ ABSL_GUARDED_BY(mu_) = 0;
@@ -146,6 +154,7 @@ std::invoke_result_t<Fn, pqxx::work&> DbPool::Transact(Fn&& fn) {
     bool committing = false;
     try {
       pqxx::work tx(lease->conn());
+      if (!per_transaction_settings().empty()) tx.exec(per_transaction_settings());
       Result result = fn(tx);
       if (result.ok()) {
         committing = true;

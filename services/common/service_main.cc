@@ -17,6 +17,9 @@ ABSL_FLAG(int, statement_timeout_ms, 10000, "server-side deadline of every state
 ABSL_FLAG(int, lock_timeout_ms, 5000, "server-side limit on waiting for a lock");
 ABSL_FLAG(int, idle_in_transaction_timeout_ms, 30000,
           "a transaction idle this long is ended by the database");
+ABSL_FLAG(std::string, database_pooler, "",
+          "none, or transaction when --database_url goes through a transaction-pooling PgBouncer: "
+          "the timeouts are then set per transaction (default: $DCL_DATABASE_POOLER, else none)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key turns TLS on");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -42,6 +45,9 @@ DbOptions DbOptionsFromFlags() {
   options.statement_timeout_ms = absl::GetFlag(FLAGS_statement_timeout_ms);
   options.lock_timeout_ms = absl::GetFlag(FLAGS_lock_timeout_ms);
   options.idle_in_transaction_timeout_ms = absl::GetFlag(FLAGS_idle_in_transaction_timeout_ms);
+  options.transaction_pooler =
+      FlagOrEnv(absl::GetFlag(FLAGS_database_pooler), "DCL_DATABASE_POOLER", "none") ==
+      "transaction";
   return options;
 }
 
@@ -53,6 +59,13 @@ absl::StatusOr<std::string> DatabaseUrlFromFlags() {
   if (absl::Status valid = CheckConnectionString(url); !valid.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--database_url (or DCL_DATABASE_URL): ", valid.message()));
+  }
+  const std::string pooler =
+      FlagOrEnv(absl::GetFlag(FLAGS_database_pooler), "DCL_DATABASE_POOLER", "none");
+  if (pooler != "none" && pooler != "transaction") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--database_pooler (or DCL_DATABASE_POOLER) must be none or transaction, not '", pooler,
+        "'"));
   }
   return url;
 }

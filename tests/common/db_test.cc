@@ -6,8 +6,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <atomic>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "services/common/db.h"
 #include "services/common/status.h"
@@ -203,6 +207,65 @@ TEST_CASE("settings on every pooled connection bound statements and lock waits")
       });
   REQUIRE(lock_timeout.ok());
   CHECK(*lock_timeout == "5s");
+}
+
+TEST_CASE("through a transaction pooler every transaction carries its own pool's limits") {
+  // Two pools with different limits share PgBouncer's few server connections (tests/run starts
+  // it in transaction mode with 5 per database). A session-level SET would stay on whichever
+  // server connection ran it and show up in the other pool's transactions; SET LOCAL at the
+  // start of each transaction holds whatever connection PgBouncer hands out.
+  TestDatabase db;
+  auto make_pool = [&](int statement_ms, int lock_ms, int idle_ms) {
+    DbOptions options;
+    options.url = db.PgBouncerUrl();
+    options.pool_size = 6;
+    options.statement_timeout_ms = statement_ms;
+    options.lock_timeout_ms = lock_ms;
+    options.idle_in_transaction_timeout_ms = idle_ms;
+    options.transaction_pooler = true;
+    return std::make_unique<DbPool>(options);
+  };
+  auto first = make_pool(1111, 1222, 13333);
+  auto second = make_pool(2111, 2222, 23333);
+  std::atomic<int> mismatches{0}, failures{0};
+  std::set<int64_t> backends;
+  std::mutex backends_mu;
+  auto run = [&](DbPool& pool, const std::string& expected) {
+    for (int i = 0; i < 150; ++i) {
+      absl::StatusOr<std::string> seen =
+          pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<std::string> {
+            pqxx::row row = tx.exec1(
+                "SELECT current_setting('statement_timeout') || ' ' || "
+                "current_setting('lock_timeout') || ' ' || "
+                "current_setting('idle_in_transaction_session_timeout'), pg_backend_pid()");
+            std::lock_guard<std::mutex> lock(backends_mu);
+            backends.insert(row[1].as<int64_t>());
+            return row[0].as<std::string>();
+          });
+      if (!seen.ok()) {
+        ++failures;
+      } else if (*seen != expected) {
+        ++mismatches;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back(run, std::ref(*first), "1111ms 1222ms 13333ms");
+    threads.emplace_back(run, std::ref(*second), "2111ms 2222ms 23333ms");
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(failures.load() == 0);
+  CHECK(mismatches.load() == 0);
+  // 12 client connections over at most 5 server connections: they really were shared.
+  CHECK(backends.size() <= 5);
+
+  // The limit is enforced, not only visible.
+  absl::Status slow = first->Transact([](pqxx::work& tx) -> absl::Status {
+    tx.exec("SELECT pg_sleep(3)");
+    return absl::OkStatus();
+  });
+  CHECK(slow.code() == absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

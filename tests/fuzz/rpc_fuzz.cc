@@ -32,7 +32,6 @@
 #include <memory>
 #include <mutex>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -58,6 +57,7 @@
 #include "tests/fuzz/org_fingerprint.h"
 #include "tests/fuzz/request_generator.h"
 #include "tests/support/child_process.h"
+#include "tests/support/suite_processes.h"
 #include "tests/support/test_db.h"
 
 ABSL_FLAG(uint64_t, seed, 0, "the run's seed; 0 picks one from the clock (printed either way)");
@@ -240,29 +240,13 @@ struct ServerProcess {
   std::string name() const { return binary.substr(binary.rfind('/') + 1); }
 };
 
-int ServingPort(testing::ChildProcess& process) {
-  int port = 0;
-  testing::WaitUntil(
-      [&] {
-        std::smatch match;
-        const std::string log = process.Log();
-        if (std::regex_search(log, match, std::regex("serving on port ([0-9]+)"))) {
-          port = std::stoi(match[1]);
-          return true;
-        }
-        return !process.Running();
-      },
-      std::chrono::seconds(60));
-  return port;
-}
-
 // Starts the server on `port` (0: any free port).
 void Start(ServerProcess& server, const std::string& database_url, int port = 0) {
   server.process = std::make_unique<testing::ChildProcess>(
       testing::RunfilesBinary(server.binary),
       std::vector<std::string>{"--database_url=" + database_url,
                                absl::StrCat("--listen=127.0.0.1:", port)});
-  server.port = ServingPort(*server.process);
+  server.port = testing::WaitForServingPort(*server.process, std::chrono::seconds(60));
   if (server.port == 0) {
     throw std::runtime_error(
         absl::StrCat(server.name(), " did not start:\n", server.process->Log()));
@@ -278,19 +262,6 @@ std::string LogTail(const std::string& log, int lines) {
   const std::string tail = pos == std::string::npos ? log : log.substr(pos + 1);
   return absl::StrCat("      ", absl::StrReplaceAll(absl::StripTrailingAsciiWhitespace(tail),
                                                     {{"\n", "\n      "}}));
-}
-
-std::shared_ptr<grpc::Channel> ChannelTo(int port, int distinct) {
-  grpc::ChannelArguments args;
-  // A connection of its own per thread: one shared HTTP/2 connection would serialise them.
-  args.SetInt("dcl.fuzz.channel", distinct);
-  args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  // A restarted server is reached again within a moment, not after gRPC's default backoff.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 250);
-  return grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
-                                   grpc::InsecureChannelCredentials(), args);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -476,7 +447,9 @@ class Worker {
         index_(index),
         rng_(SeedFor(shared.seed, index, 0)),
         replacement_rng_(SeedFor(shared.seed, index, 1)) {
-    for (const auto& [service, port] : shared.ports) channels_[service] = ChannelTo(port, index);
+    for (const auto& [service, port] : shared.ports) {
+      channels_[service] = testing::LocalChannel(port, index);
+    }
   }
 
   void Run(std::map<std::string, int64_t>* histogram) {
@@ -663,7 +636,7 @@ void ConfirmKiller(ServerProcess& server, const std::string& database_url,
   if (ordered.size() > 24) ordered.resize(24);
   ServerProcess fresh{server.binary, server.service, nullptr, 0};
   Start(fresh, database_url);
-  auto channel = ChannelTo(fresh.port, 1000);
+  auto channel = testing::LocalChannel(fresh.port, 1000);
   for (const CallRecord& suspect : ordered) {
     const MethodDescriptor* method = nullptr;
     for (const MethodDescriptor* m : generator.methods()) {
@@ -913,7 +886,7 @@ int Main() {
 
   // 6. Health.
   for (ServerProcess& server : servers) {
-    auto stub = grpc::health::v1::Health::NewStub(ChannelTo(server.port, 2000));
+    auto stub = grpc::health::v1::Health::NewStub(testing::LocalChannel(server.port, 2000));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     grpc::health::v1::HealthCheckResponse response;

@@ -53,6 +53,11 @@ TestDatabase::~TestDatabase() {
   }
 }
 
+std::string TestDatabase::PgBouncerUrl() const {
+  return absl::StrCat(RequiredEnv("DCL_TEST_PGBOUNCER_CONNINFO"), " dbname=", name_, " user=",
+                      RequiredEnv("DCL_TEST_SERVICE_ROLE"));
+}
+
 std::unique_ptr<DbPool> TestDatabase::MakePool(int size) const {
   DbOptions options;
   options.url = service_url_;

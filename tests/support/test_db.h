@@ -26,6 +26,10 @@ class TestDatabase {
   // As the services connect: a member of dcl_app that owns nothing (migration 0009), so the
   // tests run the services with the privileges they have in production.
   const std::string& service_url() const { return service_url_; }
+  // The same database through the test run's PgBouncer in transaction mode
+  // (DCL_TEST_PGBOUNCER_CONNINFO, started by tests/run), as the services' role; throws when
+  // there is none.
+  std::string PgBouncerUrl() const;
   const std::string& name() const { return name_; }
 
   // A pool as a service has it: connected with service_url().
