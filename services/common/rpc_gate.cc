@@ -11,16 +11,9 @@
 namespace dcl {
 namespace {
 
-// Seconds. WatchMove's "duration" is the life of its stream, hence the long tail.
-const std::vector<double> kDurationBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                              0.25,  0.5,    1,     2.5,  5,     10,   60};
-// Statements per call: authentication alone is 3 (BEGIN, the token's SELECT, COMMIT), a refused
-// PlaceDevice 8, a Reserve about a dozen; a WatchMove grows with the reads of its stream.
-const std::vector<double> kStatementBuckets = {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128};
-
 // The gate's series in the process's registry. Each series is looked up once, through the
-// family's mutex, and then kept here in an atomic slot per (RPC, code, reason) and per RPC:
-// calls of different RPCs share no lock, only the family's counters' cache lines.
+// family's mutex, and then kept here in an atomic slot per (RPC, code, reason) and per RPC, so
+// recording a call takes no lock: calls share at most the atomics of their own series.
 class RpcMetrics {
  public:
   static RpcMetrics& Get() {
@@ -50,12 +43,15 @@ class RpcMetrics {
         durations_family_(MetricsRegistry::Default().AddHistogram(
             "dcl_rpc_duration_seconds",
             "time from the gate's admission to the answer, per RPC (WatchMove: the stream's life)",
-            {"rpc"}, kDurationBuckets)),
+            // Seconds. WatchMove's "duration" is the life of its stream, hence the long tail.
+            {"rpc"}, {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60})),
         statements_family_(MetricsRegistry::Default().AddHistogram(
             "dcl_rpc_db_statements",
             "statements the database answered for one call on its thread (authentication, "
             "BEGIN and COMMIT included; opening a connection not), per RPC",
-            {"rpc"}, kStatementBuckets)),
+            // Authentication alone is 3 (BEGIN, the token's SELECT, COMMIT), a PlaceDevice refused
+            // with UNIT_OCCUPIED 8; a WatchMove grows with the reads of its stream.
+            {"rpc"}, {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128})),
         calls_(new std::atomic<Counter*>[kRpcCount * kCodes * kReasons]) {
     for (size_t i = 0; i < kRpcCount * kCodes * kReasons; ++i) calls_[i].store(nullptr);
     for (auto& slot : durations_) slot.store(nullptr);

@@ -132,13 +132,13 @@ TEST_CASE("what the registry renders parses back sample by sample") {
   registry.AddCounter("dcl_c_total", "c", {"rpc", "code", "reason"})
       .WithLabels({"/dcl.v1.S/M", "FAILED_PRECONDITION", "UNIT_OCCUPIED"})
       .Increment(4);
-  registry.AddHistogram("dcl_d_seconds", "d", {"rpc"}, {0.5}).WithLabels({"/dcl.v1.S/M"}).Observe(
-      0.25);
+  registry.AddHistogram("dcl_d_seconds", "d", {"rpc"}, {0.5})
+      .WithLabels({"/dcl.v1.S/M"})
+      .Observe(0.25);
   const testing::Samples samples = testing::ParseSamples(registry.Render());
   CHECK(samples.size() == 5);
-  CHECK(samples.at(
-            "dcl_c_total{rpc=\"/dcl.v1.S/M\",code=\"FAILED_PRECONDITION\",reason=\"UNIT_OCCUPIED\"}") ==
-        4);
+  CHECK(samples.at("dcl_c_total{rpc=\"/dcl.v1.S/M\",code=\"FAILED_PRECONDITION\","
+                   "reason=\"UNIT_OCCUPIED\"}") == 4);
   CHECK(samples.at("dcl_d_seconds_bucket{rpc=\"/dcl.v1.S/M\",le=\"+Inf\"}") == 1);
   CHECK(samples.at("dcl_d_seconds_sum{rpc=\"/dcl.v1.S/M\"}") == 0.25);
   CHECK(testing::ValueOr0(samples, "dcl_absent_total") == 0);

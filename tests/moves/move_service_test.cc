@@ -15,6 +15,7 @@
 #include "services/common/rpc_gate.h"
 #include "services/moves/move_watch.h"
 #include "tests/moves/move_test_world.h"
+#include "tests/support/child_process.h"
 #include "tests/support/grpc_harness.h"
 #include "tests/support/metrics_scrape.h"
 
@@ -223,7 +224,10 @@ TEST_CASE("the process's metrics count a WatchMove stream while it is open and e
   v1::MoveEvent event;
   ReadNext(*reader, &event);  // the replayed MOVE_PLANNED
   CHECK(metric("dcl_watch_streams_open") - open_before == 1);
-  CHECK(metric("dcl_watch_events_sent_total") - sent_before == 1);
+  // Counted once the server's write returned, which may be just after the client read it.
+  CHECK(testing::WaitUntil(
+      [&] { return metric("dcl_watch_events_sent_total") - sent_before == 1; },
+      std::chrono::seconds(5)));
   CHECK(metric(watch_ok) == calls_before);  // counted when the stream ends
 
   REQUIRE(AdvanceOverGrpc(s, move.id(), v1::MOVE_CANCELLED).ok());
