@@ -138,7 +138,8 @@ def check_rules(docs):
         if deployment["spec"].get("replicas", 1) < 2:
             fail(deployment, "fewer than 2 replicas")
         c = pod_spec(deployment)["containers"][0]
-        if [p["containerPort"] for p in c.get("ports", [])] != [port]:
+        if [p["containerPort"] for p in c.get("ports", []) if p.get("name") != "metrics"] \
+                != [port]:
             fail(deployment, f"container port is not {port}")
         if f"--listen=0.0.0.0:{port}" not in c.get("args", []):
             fail(deployment, f"does not listen on 0.0.0.0:{port}")
@@ -169,6 +170,31 @@ def check_rules(docs):
                            for p in rule.get("ports", []))]
         if not allowed:
             fail(deployment, f"no NetworkPolicy admits its port {port}")
+
+    # Metrics: a Deployment whose binary serves them names the port "metrics", announces it to
+    # Prometheus' pod discovery, and has a NetworkPolicy that admits it.
+    for deployment in deployments:
+        c = pod_spec(deployment)["containers"][0]
+        listen = [a.split("=", 1)[1] for a in c.get("args", [])
+                  if a.startswith("--metrics_listen=")]
+        if not listen:
+            continue
+        metrics_port = int(listen[0].rsplit(":", 1)[1])
+        if not listen[0].startswith("0.0.0.0:"):
+            fail(deployment, "metrics listen on an address other than 0.0.0.0: not scrapable")
+        if [p["containerPort"] for p in c.get("ports", []) if p.get("name") == "metrics"] \
+                != [metrics_port]:
+            fail(deployment, f"no container port named metrics on {metrics_port}")
+        annotations = deployment["spec"]["template"]["metadata"].get("annotations", {})
+        if annotations.get("prometheus.io/port") != str(metrics_port):
+            fail(deployment, f"prometheus.io/port annotation is not {metrics_port}")
+        template_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        if not any(matches(n["spec"]["podSelector"].get("matchLabels"), template_labels)
+                   and any(p.get("port") == metrics_port
+                           for rule in n["spec"].get("ingress", [])
+                           for p in rule.get("ports", []))
+                   for n in by_kind.get("NetworkPolicy", [])):
+            fail(deployment, f"no NetworkPolicy admits its metrics port {metrics_port}")
 
     for kind in ("Cluster", "Pooler", "Job"):
         if not by_kind.get(kind):

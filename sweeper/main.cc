@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "absl/flags/flag.h"
 #include "services/common/command_line.h"
 #include "services/common/logging.h"
+#include "services/common/metrics_http.h"
 #include "services/common/server.h"
 #include "services/common/service_main.h"
 #include "sweeper/sweeper.h"
@@ -69,7 +71,7 @@ int main(int argc, char** argv) {
        "configuration).\n  sweeper --database_url=CONNINFO [--once] ...",
        __FILE__,
        {dcl::SharedFlags::kDatabaseUrl, dcl::SharedFlags::kDatabasePool,
-        dcl::SharedFlags::kLogFormat}});
+        dcl::SharedFlags::kLogFormat, dcl::SharedFlags::kMetrics}});
   dcl::InitLogging("sweeper", dcl::LogFormatFromFlags());
 
   // A connection string libpq cannot read is bad configuration, not a database to retry.
@@ -103,6 +105,14 @@ int main(int argc, char** argv) {
   options.interval = absl::Seconds(interval_seconds);
   options.batch_size = batch_size;
   options.request_retention = absl::Hours(retention_hours);
+
+  // Before the first sweep, so that a scrape sees it. Useful with the daemon; with --once the
+  // endpoint lives only as long as the sweep.
+  absl::StatusOr<std::unique_ptr<dcl::MetricsHttpServer>> metrics = dcl::StartMetricsFromFlags();
+  if (!metrics.ok()) {
+    spdlog::critical("cannot start: {}", metrics.status().ToString());
+    return dcl::kExitConfigurationError;
+  }
 
   dcl::DbPool pool(db_options);
   dcl::Sweeper sweeper(pool, options);

@@ -3,10 +3,49 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/metrics.h"
 
 namespace dcl {
 
 namespace {
+
+struct SweeperMetrics {
+  Counter& reservations_expired;
+  Counter& bookings_released;
+  Counter& sweeps_succeeded;
+  Counter& sweeps_failed;
+  Gauge& last_success;
+};
+
+SweeperMetrics& Metrics() {
+  static SweeperMetrics* metrics = [] {
+    MetricsRegistry& registry = MetricsRegistry::Default();
+    MetricFamily<Counter>& sweeps = registry.AddCounter(
+        "dcl_sweeper_sweeps_total",
+        "sweeps ended: success (every due row done and recorded in sweeper_status) or failure "
+        "(database error); a sweep stopped by a signal is neither",
+        {"outcome"});
+    return new SweeperMetrics{
+        registry
+            .AddCounter("dcl_sweeper_reservations_expired_total",
+                        "held reservations the sweeper moved to expired (committed batches)")
+            .Get(),
+        registry
+            .AddCounter("dcl_sweeper_bookings_released_total",
+                        "lapsed rack reservation bookings the sweeper released (committed "
+                        "batches)")
+            .Get(),
+        sweeps.WithLabels({"success"}),
+        sweeps.WithLabels({"failure"}),
+        registry
+            .AddGauge("dcl_sweeper_last_success_timestamp_seconds",
+                      "Unix time at which this process's last successful sweep ended (0: none "
+                      "yet); alert on time() minus this")
+            .Get(),
+    };
+  }();
+  return *metrics;
+}
 
 class RealClockImpl final : public Clock {
  public:
@@ -113,7 +152,9 @@ Clock& RealClock() {
 }
 
 Sweeper::Sweeper(DbPool& pool, SweeperOptions options, Clock& clock)
-    : pool_(pool), options_(std::move(options)), clock_(clock) {}
+    : pool_(pool), options_(std::move(options)), clock_(clock) {
+  Metrics();  // registered now, so that a scrape before the first sweep shows them (as 0)
+}
 
 void Sweeper::RequestStop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
@@ -162,6 +203,9 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
       }
       total += *changed;
       if (*changed > 0) ++result.batches;
+      (batch == &Sweeper::ExpireReservationBatch ? Metrics().reservations_expired
+                                                 : Metrics().bookings_released)
+          .Increment(static_cast<uint64_t>(*changed));
       if (*changed < options_.batch_size) return true;
     }
   };
@@ -174,6 +218,7 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
 
   if (!failure.ok()) {
     ++sweeps_failed_;
+    Metrics().sweeps_failed.Increment();
     spdlog::warn(
         "sweep failed after {} ms: {} (expired {} holds, released {} rack reservations before "
         "the failure)",
@@ -190,10 +235,13 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
   }
   if (absl::Status recorded = RecordSuccess(result); !recorded.ok()) {
     ++sweeps_failed_;
+    Metrics().sweeps_failed.Increment();
     spdlog::warn("sweep done but its status could not be recorded: {}", Describe(recorded));
     return recorded;
   }
   ++sweeps_succeeded_;
+  Metrics().sweeps_succeeded.Increment();
+  Metrics().last_success.Set(absl::ToDoubleSeconds(clock_.Now() - absl::UnixEpoch()));
   spdlog::info(
       "sweep: expired {} holds, released {} rack reservations, deleted {} client request ids in "
       "{} batches, {} ms",

@@ -95,7 +95,10 @@ class Sweeper {
   void RequestStop();
   bool stop_requested() const { return stop_.HasBeenNotified(); }
 
-  // Counters for tests and logs.
+  // Counters for tests and logs. The process's metrics (metrics.h) carry the same and more:
+  // dcl_sweeper_sweeps_total{outcome}, dcl_sweeper_reservations_expired_total,
+  // dcl_sweeper_bookings_released_total (per committed batch, so a sweep that fails half-way
+  // counts what it ended) and dcl_sweeper_last_success_timestamp_seconds (by `clock`).
   int64_t sweeps_succeeded() const { return sweeps_succeeded_.load(); }
   int64_t sweeps_failed() const { return sweeps_failed_.load(); }
 

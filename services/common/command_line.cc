@@ -31,6 +31,8 @@ std::vector<std::string> FlagsOf(SharedFlags group) {
               "tls_key",    "tls_client_ca",
               "reflection", "max_receive_message_bytes",
               "shutdown_grace_seconds"};
+    case SharedFlags::kMetrics:
+      return {"metrics_listen"};
   }
   return {};
 }

@@ -23,6 +23,7 @@ enum class SharedFlags {
   kDatabasePool,  // --pool_size and the server-side statement, lock and idle timeouts
   kLogFormat,     // --log_format
   kServer,        // --listen, --tls_*, --reflection, --max_receive_message_bytes, shutdown grace
+  kMetrics,       // --metrics_listen
 };
 
 struct ProgramInfo {

@@ -1,12 +1,65 @@
 #include "services/common/db.h"
 
+#include <postgresql/libpq-events.h>
 #include <postgresql/libpq-fe.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/metrics.h"
 #include "services/common/status.h"
 
 namespace dcl {
+namespace {
+
+thread_local uint64_t statements_on_this_thread = 0;
+
+// libpq calls this on the thread that reads the result, i.e. the one running the statement.
+int CountResults(PGEventId event, void* /*info*/, void* /*pass_through*/) {
+  if (event == PGEVT_RESULTCREATE) ++statements_on_this_thread;
+  return 1;  // success: libpq goes on
+}
+
+// libpqxx 6 hands its PGconn* only to pqxx::largeobject and its subclasses (through a
+// transaction): this subclass exists for that accessor alone and is never instantiated.
+class RawConnection : public pqxx::largeobject {
+ public:
+  static PGconn* Of(const pqxx::dbtransaction& tx) {
+    return reinterpret_cast<PGconn*>(raw_connection(tx));
+  }
+};
+
+struct PoolGauges {
+  Gauge& max;
+  Gauge& in_use;
+  Gauge& idle;
+  Gauge& waiters;
+};
+
+PoolGauges& Gauges() {
+  static PoolGauges* gauges = [] {
+    MetricsRegistry& registry = MetricsRegistry::Default();
+    return new PoolGauges{
+        registry.AddGauge("dcl_db_pool_connections_max",
+                          "database connections the process's pool may open (--pool_size)")
+            .Get(),
+        registry.AddGauge("dcl_db_pool_connections_in_use",
+                          "database connections leased to a unit of work (or being opened "
+                          "for one)")
+            .Get(),
+        registry.AddGauge("dcl_db_pool_connections_idle",
+                          "open database connections waiting in the pool for work")
+            .Get(),
+        registry.AddGauge("dcl_db_pool_waiters",
+                          "callers waiting for a database connection because all are in use")
+            .Get(),
+    };
+  }();
+  return *gauges;
+}
+
+}  // namespace
+
+uint64_t DbStatementsOnThisThread() { return statements_on_this_thread; }
 
 absl::Status CheckConnectionString(const std::string& url) {
   char* error = nullptr;
@@ -38,9 +91,30 @@ std::string LimitSettings(const DbOptions& options, const char* set) {
 DbPool::DbPool(DbOptions options)
     : options_(std::move(options)),
       per_transaction_settings_(options_.transaction_pooler ? LimitSettings(options_, "SET LOCAL")
-                                                            : "") {}
+                                                            : "") {
+  Gauges().max.Add(options_.pool_size);
+}
 
-DbPool::~DbPool() { Close(); }
+DbPool::~DbPool() {
+  Close();
+  Gauges().max.Add(-options_.pool_size);
+  absl::MutexLock lock(&mu_);
+  // Leases outliving their pool are a bug; the gauges forget this pool either way.
+  Gauges().in_use.Add(-reported_leased_);
+  Gauges().idle.Add(-reported_idle_);
+  Gauges().waiters.Add(-reported_waiters_);
+}
+
+void DbPool::ReportGauges() {
+  const int idle = static_cast<int>(idle_.size());
+  PoolGauges& gauges = Gauges();
+  if (leased_ != reported_leased_) gauges.in_use.Add(leased_ - reported_leased_);
+  if (idle != reported_idle_) gauges.idle.Add(idle - reported_idle_);
+  if (waiters_ != reported_waiters_) gauges.waiters.Add(waiters_ - reported_waiters_);
+  reported_leased_ = leased_;
+  reported_idle_ = idle;
+  reported_waiters_ = waiters_;
+}
 
 DbPool::Lease::Lease(DbPool* pool, std::unique_ptr<pqxx::connection> conn)
     : pool_(pool), conn_(std::move(conn)) {}
@@ -56,12 +130,25 @@ DbPool::Lease::~Lease() {
 
 std::unique_ptr<pqxx::connection> DbPool::Connect() {
   auto conn = std::make_unique<pqxx::connection>(options_.url);
+  // Counting starts with the connection's first unit of work (DbStatementsOnThisThread).
+  // Reaching the PGconn takes a transaction: an empty one, BEGIN and ROLLBACK, once per
+  // connection; like the rest of opening a connection (the SETs below), it is not counted.
+  const uint64_t statements_before_connect = statements_on_this_thread;
+  {
+    pqxx::work registration(*conn);
+    if (PQregisterEventProc(RawConnection::Of(registration), CountResults,
+                            "dcl statement count", nullptr) != 1) {
+      spdlog::warn("statements on a new database connection are not counted: libpq refused the "
+                   "event procedure");
+    }
+  }
   pqxx::nontransaction setup(*conn);
   // application_name is one of the parameters PgBouncer keeps per client and re-applies on
   // every server connection it hands out, so it is set per session either way.
   setup.exec(options_.transaction_pooler
                  ? std::string("SET application_name = 'dcl'")
                  : absl::StrCat(LimitSettings(options_, "SET"), "; SET application_name = 'dcl'"));
+  statements_on_this_thread = statements_before_connect;
   return conn;
 }
 
@@ -72,11 +159,22 @@ absl::StatusOr<DbPool::Lease> DbPool::Acquire(bool fresh) {
     auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return closed_ || leased_ < options_.pool_size;
     };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&has_room), options_.acquire_timeout)) {
+    bool waited = false;
+    if (!has_room()) {
+      waited = true;
+      ++waiters_;
+      ReportGauges();
+    }
+    const bool got_room =
+        mu_.AwaitWithTimeout(absl::Condition(&has_room), options_.acquire_timeout);
+    if (waited) --waiters_;
+    if (!got_room) {
+      ReportGauges();
       return Error(absl::StatusCode::kUnavailable, v1::DATABASE_UNAVAILABLE,
                    "no database connection free in time; retry");
     }
     if (closed_) {
+      ReportGauges();
       return Error(absl::StatusCode::kUnavailable, v1::DATABASE_UNAVAILABLE,
                    "the server is shutting down");
     }
@@ -87,6 +185,7 @@ absl::StatusOr<DbPool::Lease> DbPool::Acquire(bool fresh) {
       conn = std::move(idle_.back());
       idle_.pop_back();
     }
+    ReportGauges();
   }
   if (conn == nullptr) {
     try {
@@ -102,8 +201,10 @@ absl::StatusOr<DbPool::Lease> DbPool::Acquire(bool fresh) {
 void DbPool::Return(std::unique_ptr<pqxx::connection> conn, bool broken) {
   absl::MutexLock lock(&mu_);
   --leased_;
-  if (conn == nullptr || broken || closed_ || !conn->is_open()) return;  // dropped, closed
-  idle_.push_back(std::move(conn));
+  if (conn != nullptr && !broken && !closed_ && conn->is_open()) {
+    idle_.push_back(std::move(conn));
+  }  // else dropped, closed
+  ReportGauges();
 }
 
 absl::Status DbPool::Ping() {
@@ -117,6 +218,7 @@ void DbPool::Close() {
   absl::MutexLock lock(&mu_);
   closed_ = true;
   idle_.clear();
+  ReportGauges();
 }
 
 Savepoint::Savepoint(pqxx::transaction_base& tx, std::string name)

@@ -42,6 +42,14 @@ struct DbOptions {
   bool transaction_pooler = false;
 };
 
+// How many statements PostgreSQL has answered on this thread, over connections of any DbPool:
+// every result libpq receives counts one (BEGIN and COMMIT included, a failed statement too; a
+// string of several statements counts each). The RPC gate subtracts two readings to learn what
+// one call cost. libpqxx 6 has no statement hook, so this is libpq's own result event
+// (PGEVT_RESULTCREATE), registered on each pooled connection when it is opened; statements on
+// connections of no pool (WatchMove's listener, migrate) are not counted.
+uint64_t DbStatementsOnThisThread();
+
 // Whether `url` is a connection string libpq can read at all (key=value pairs or a
 // postgresql:// URI), without connecting: a malformed one is a configuration error the caller
 // reports as such, not an unreachable database to retry. INVALID_ARGUMENT with libpq's reason.
@@ -95,13 +103,21 @@ class DbPool {
   // The SET LOCAL statements of every transaction with transaction_pooler; empty otherwise.
   const std::string& per_transaction_settings() const { return per_transaction_settings_; }
   void Return(std::unique_ptr<pqxx::connection> conn, bool broken);
+  // Brings the process's pool gauges (metrics.h) in line with this pool's state: each pool adds
+  // what changed since its last report, so the gauges hold the sum over the process's pools.
+  void ReportGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DbOptions options_;
   const std::string per_transaction_settings_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int leased_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiters_ ABSL_GUARDED_BY(mu_) = 0;  // callers of Acquire waiting for a free slot
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // What ReportGauges reported last.
+  int reported_idle_ ABSL_GUARDED_BY(mu_) = 0;
+  int reported_leased_ ABSL_GUARDED_BY(mu_) = 0;
+  int reported_waiters_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A savepoint sent with a plain exec() at once. (pqxx::subtransaction sends SAVEPOINT lazily

@@ -1,10 +1,13 @@
 // The one door every RPC of the three services passes through: authenticate the bearer token,
 // check the role against the RPC table, check the datacenter module's switch for the caller's
-// organization, run the handler's logic, log the call, and convert its status to gRPC once.
+// organization, run the handler's logic, log the call and count it in the process's metrics
+// (calls by RPC, code and reason; duration; database statements), and convert its status to
+// gRPC once.
 // Handlers stay one line: gate_.Run(ctx, Rpc::kReserve, *req, [&](const Principal& p) {...}).
 #ifndef DCL_SERVICES_COMMON_RPC_GATE_H_
 #define DCL_SERVICES_COMMON_RPC_GATE_H_
 
+#include <cstdint>
 #include <exception>
 
 #include <google/protobuf/message.h>
@@ -27,7 +30,8 @@ inline constexpr char kReplayHeader[] = "dcl-replay";
 
 class RpcGate {
  public:
-  explicit RpcGate(DbPool& pool) : pool_(pool) {}
+  // Registers the gate's metric families (metrics.h) in the process's registry.
+  explicit RpcGate(DbPool& pool);
   RpcGate(const RpcGate&) = delete;
   RpcGate& operator=(const RpcGate&) = delete;
 
@@ -37,6 +41,7 @@ class RpcGate {
   grpc::Status Run(grpc::ServerContext* ctx, Rpc rpc, const google::protobuf::Message& request,
                    Fn&& fn) {
     const absl::Time start = absl::Now();
+    const uint64_t statements_before = DbStatementsOnThisThread();
     absl::StatusOr<Principal> principal = Admit(*ctx, rpc);
     absl::Status status = principal.status();
     if (principal.ok()) status = CheckRequestLimits(request);
@@ -48,7 +53,8 @@ class RpcGate {
         status = Unexpected(rpc, e);
       }
     }
-    LogCall(rpc, principal.ok() ? &*principal : nullptr, status, absl::Now() - start);
+    LogCall(rpc, principal.ok() ? &*principal : nullptr, status, absl::Now() - start,
+            DbStatementsOnThisThread() - statements_before);
     return ToGrpcStatus(status);
   }
 
@@ -71,8 +77,10 @@ class RpcGate {
 
  private:
   absl::Status Unexpected(Rpc rpc, const std::exception& e);
+  // Logs the call and records it in the metrics. `statements`: what the database answered for
+  // it on this thread (authentication included; see DbStatementsOnThisThread).
   void LogCall(Rpc rpc, const Principal* principal, const absl::Status& status,
-               absl::Duration elapsed);
+               absl::Duration elapsed, uint64_t statements);
 
   DbPool& pool_;
 };

@@ -27,6 +27,9 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 ABSL_FLAG(bool, reflection, true, "serve gRPC server reflection (for grpcurl)");
 ABSL_FLAG(int, max_receive_message_bytes, 4 * 1024 * 1024, "largest request accepted");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long in-flight calls may finish on SIGTERM");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "IPV4_ADDRESS:PORT to serve Prometheus metrics on (GET /metrics; port 0 = any free "
+          "port, logged); empty = no metrics endpoint");
 
 namespace dcl {
 
@@ -72,7 +75,7 @@ absl::StatusOr<std::string> DatabaseUrlFromFlags() {
 
 std::vector<SharedFlags> ServerSharedFlags() {
   return {SharedFlags::kDatabaseUrl, SharedFlags::kDatabasePool, SharedFlags::kLogFormat,
-          SharedFlags::kServer};
+          SharedFlags::kServer, SharedFlags::kMetrics};
 }
 
 ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen) {
@@ -89,6 +92,14 @@ ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& de
 
 std::string LogFormatFromFlags() {
   return FlagOrEnv(absl::GetFlag(FLAGS_log_format), "DCL_LOG_FORMAT", "text");
+}
+
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags() {
+  const std::string listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (listen.empty()) return std::unique_ptr<MetricsHttpServer>();
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> server = MetricsHttpServer::Start(listen);
+  if (server.ok()) spdlog::info("metrics on port {}", (*server)->port());
+  return server;
 }
 
 int RunServiceMain(const std::string& name, const char* listen_env,
@@ -110,6 +121,14 @@ int RunServiceMain(const std::string& name, const char* listen_env,
     return kExitConfigurationError;
   }
   spdlog::info("{} serving on port {}", name, (*runtime)->port());
+  // After the gRPC port, so that a scrape finds a serving process; stopped last, so that the
+  // drain stays visible.
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics = StartMetricsFromFlags();
+  if (!metrics.ok()) {
+    spdlog::critical("cannot start: {}", metrics.status().ToString());
+    (*runtime)->Shutdown();
+    return kExitConfigurationError;
+  }
   const int signal_number = WaitForTerminationSignal();
   spdlog::info("signal {} received, shutting down", signal_number);
   (*runtime)->Shutdown();

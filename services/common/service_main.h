@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "services/common/command_line.h"
 #include "services/common/db.h"
+#include "services/common/metrics_http.h"
 #include "services/common/server.h"
 
 namespace dcl {
@@ -29,6 +30,12 @@ absl::StatusOr<std::string> DatabaseUrlFromFlags();
 ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen);
 // --log_format (text|json).
 std::string LogFormatFromFlags();
+
+// The Prometheus endpoint of --metrics_listen (metrics_http.h), started and its port logged
+// ("metrics on port N"); null when the flag is empty (the default: no endpoint). A malformed
+// address is INVALID_ARGUMENT, one that cannot be bound UNAVAILABLE: both are configuration
+// errors at start-up.
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags();
 
 // Owns whatever a binary's services need to stay alive (handler objects and their logic).
 struct ServiceSet {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "services/common/db_errors.h"
 #include "services/common/logging.h"
+#include "services/common/metrics.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
 #include "services/moves/move_convert.h"
@@ -27,6 +28,37 @@ namespace {
 constexpr int kDefaultPageSize = 50;
 // How long a new watch waits for the hub's listener to be connected.
 constexpr absl::Duration kWatchSubscribeTimeout = absl::Seconds(5);
+
+struct WatchMetrics {
+  Gauge& streams_open;
+  Counter& events_sent;
+};
+
+WatchMetrics& Watch() {
+  static WatchMetrics* metrics = [] {
+    MetricsRegistry& registry = MetricsRegistry::Default();
+    return new WatchMetrics{
+        registry
+            .AddGauge("dcl_watch_streams_open",
+                      "WatchMove streams open now (admitted by the stream limits)")
+            .Get(),
+        registry
+            .AddCounter("dcl_watch_events_sent_total",
+                        "move events written to WatchMove streams (history replays included)")
+            .Get(),
+    };
+  }();
+  return *metrics;
+}
+
+// Counts a stream open for as long as it lives.
+class OpenStream {
+ public:
+  OpenStream() { Watch().streams_open.Add(1); }
+  OpenStream(const OpenStream&) = delete;
+  OpenStream& operator=(const OpenStream&) = delete;
+  ~OpenStream() { Watch().streams_open.Add(-1); }
+};
 
 // Where a booking's slots are: one side when it claims one, "" when it claims both; the unit
 // range lowest number first.
@@ -515,6 +547,7 @@ absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest
   // answer depends on the caller's own streams only, never on the move named.
   absl::StatusOr<StreamQuota::Ticket> ticket = watchers_.Acquire(p.org_id);
   if (!ticket.ok()) return ticket.status();
+  const OpenStream counted;
 
   // The move's events after `last`, read through the pool in a short transaction: the stream
   // holds no database connection between reads.
@@ -541,6 +574,7 @@ absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest
   auto deliver = [&](const MoveEventRecord& event, bool* done) -> absl::Status {
     if (event.sequence <= last) return absl::OkStatus();
     if (!emit(ToProto(req.move_id(), event))) return Cancelled("the client went away");
+    Watch().events_sent.Increment();
     last = event.sequence;
     *done = IsTerminal(event.to_state);
     return absl::OkStatus();
@@ -580,5 +614,7 @@ MoveEventHub& MoveLogic::Hub() {
 }
 
 int MoveLogic::open_watch_streams() const { return watchers_.open(); }
+
+void MoveLogic::RegisterWatchMetrics() { Watch(); }
 
 }  // namespace dcl::moves

@@ -48,7 +48,9 @@ class MoveLogic {
       : pool_(pool),
         watch_poll_(watch_poll),
         watchers_(watch_limits),
-        watch_url_(std::move(watch_url)) {}
+        watch_url_(std::move(watch_url)) {
+    RegisterWatchMetrics();
+  }
   MoveLogic(const MoveLogic&) = delete;
   MoveLogic& operator=(const MoveLogic&) = delete;
 
@@ -79,13 +81,17 @@ class MoveLogic {
                          const std::function<bool(const v1::MoveEvent&)>& emit,
                          const std::function<bool()>& cancelled);
 
-  // Streams open right now (for tests and metrics).
+  // Streams open right now, on this MoveLogic (for tests; the process's metrics count the
+  // same as dcl_watch_streams_open, with dcl_watch_events_sent_total).
   int open_watch_streams() const;
 
  private:
   DbPool& pool_;
   const absl::Duration watch_poll_;
   MoveEventHub& Hub();
+  // dcl_watch_* in the process's registry, so that a scrape shows them (as 0) before the first
+  // watch.
+  static void RegisterWatchMetrics();
 
   StreamQuota watchers_;
   const std::string watch_url_;

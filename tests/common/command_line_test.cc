@@ -28,7 +28,7 @@ const std::vector<std::string> kServerFlags = {
     "--log_format",   "--listen",             "--tls_cert",
     "--tls_key",      "--tls_client_ca",      "--reflection",
     "--max_receive_message_bytes", "--shutdown_grace_seconds", "--lock_timeout_ms",
-    "--idle_in_transaction_timeout_ms", "--database_pooler"};
+    "--idle_in_transaction_timeout_ms", "--database_pooler", "--metrics_listen"};
 
 std::vector<Binary> AllBinaries() {
   return {
@@ -44,7 +44,7 @@ std::vector<Binary> AllBinaries() {
       {"sweeper/sweeper",
        {"--interval_seconds", "--once", "--batch_size", "--sweeper_name"},
        {"--database_url", "--log_format", "--pool_size", "--statement_timeout_ms",
-        "--database_pooler"},
+        "--database_pooler", "--metrics_listen"},
        {"--once"}},
       {"schema/migrate", {}, {"--database_url", "--log_format"}, {}},
       {"services/admin/dclctl",

@@ -1,5 +1,6 @@
 // The shared database runtime against a real PostgreSQL: constraint names from real violations,
-// savepoints that keep the outer transaction alive, and a pool that survives a restart.
+// savepoints that keep the outer transaction alive, a pool that survives a restart, and what the
+// pool tells the metrics (statements per thread, connections in use, waiters).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -10,12 +11,16 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "services/common/db.h"
+#include "services/common/metrics.h"
 #include "services/common/status.h"
+#include "tests/support/child_process.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/metrics_scrape.h"
 #include "tests/support/test_db.h"
 
 namespace dcl {
@@ -266,6 +271,88 @@ TEST_CASE("through a transaction pooler every transaction carries its own pool's
     return absl::OkStatus();
   });
   CHECK(slow.code() == absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_CASE("statements are counted on their thread: BEGIN, each statement, COMMIT or ROLLBACK") {
+  TestDatabase db;
+  auto pool = db.MakePool(2);
+  // The first unit of work opens the connection; its setup (SETs, registration) is not counted.
+  uint64_t before = DbStatementsOnThisThread();
+  absl::Status status = pool->Transact([](pqxx::work& tx) -> absl::Status {
+    tx.exec("SELECT 1");
+    tx.exec_params("SELECT $1::int", 2);
+    return absl::OkStatus();
+  });
+  REQUIRE(status.ok());
+  CHECK(DbStatementsOnThisThread() - before == 4);
+
+  // A failing statement counts, and so does the ROLLBACK after it.
+  before = DbStatementsOnThisThread();
+  status = pool->Transact([](pqxx::work& tx) -> absl::Status {
+    tx.exec("SELECT 1/0");
+    return absl::OkStatus();
+  });
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(DbStatementsOnThisThread() - before == 3);
+
+  // A refusal rolls back: BEGIN, the statement, ROLLBACK.
+  before = DbStatementsOnThisThread();
+  status = pool->Transact([](pqxx::work& tx) -> absl::Status {
+    tx.exec("SELECT 1");
+    return absl::FailedPreconditionError("no");
+  });
+  CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(DbStatementsOnThisThread() - before == 3);
+
+  // Statements of another thread are that thread's.
+  before = DbStatementsOnThisThread();
+  uint64_t other_thread = 0;
+  std::thread([&] {
+    const uint64_t start = DbStatementsOnThisThread();
+    REQUIRE(pool->Ping().ok());
+    other_thread = DbStatementsOnThisThread() - start;
+  }).join();
+  CHECK(other_thread == 3);
+  CHECK(DbStatementsOnThisThread() - before == 0);
+}
+
+TEST_CASE("the pool gauges follow the pool: size, leases, idle connections and waiters") {
+  auto gauge = [](const std::string& name) {
+    return testing::ValueOr0(testing::ParseSamples(MetricsRegistry::Default().Render()), name);
+  };
+  TestDatabase db;
+  const double max_before = gauge("dcl_db_pool_connections_max");
+  const double in_use_before = gauge("dcl_db_pool_connections_in_use");
+  const double idle_before = gauge("dcl_db_pool_connections_idle");
+  const double waiters_before = gauge("dcl_db_pool_waiters");
+  {
+    DbOptions options;
+    options.url = db.url();
+    options.pool_size = 1;
+    DbPool pool(options);
+    CHECK(gauge("dcl_db_pool_connections_max") - max_before == 1);
+    {
+      absl::StatusOr<DbPool::Lease> acquired = pool.Acquire();
+      REQUIRE(acquired.ok());
+      std::optional<DbPool::Lease> lease(std::move(*acquired));
+      CHECK(gauge("dcl_db_pool_connections_in_use") - in_use_before == 1);
+      // A second caller waits for the one connection (Acquire waits up to 5 s).
+      bool waiter_ok = false;
+      std::thread waiter([&] { waiter_ok = pool.Ping().ok(); });
+      CHECK(testing::WaitUntil(
+          [&] { return gauge("dcl_db_pool_waiters") - waiters_before == 1; },
+          std::chrono::seconds(4)));
+      lease.reset();  // back to the pool: the waiter takes it
+      waiter.join();
+      CHECK(waiter_ok);
+    }
+    CHECK(gauge("dcl_db_pool_waiters") == waiters_before);
+    CHECK(gauge("dcl_db_pool_connections_in_use") == in_use_before);
+    CHECK(gauge("dcl_db_pool_connections_idle") - idle_before == 1);
+  }
+  // A destroyed pool takes its share with it.
+  CHECK(gauge("dcl_db_pool_connections_max") == max_before);
+  CHECK(gauge("dcl_db_pool_connections_idle") == idle_before);
 }
 
 }  // namespace

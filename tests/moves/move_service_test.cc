@@ -11,10 +11,13 @@
 
 #include "dcl/v1/moves.grpc.pb.h"
 #include "services/common/grpc_status.h"
+#include "services/common/metrics.h"
 #include "services/common/rpc_gate.h"
 #include "services/moves/move_watch.h"
 #include "tests/moves/move_test_world.h"
+#include "tests/support/child_process.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/metrics_scrape.h"
 
 namespace dcl::moves {
 namespace {
@@ -198,6 +201,43 @@ TEST_CASE("WatchMove ends cleanly when the client cancels") {
   CHECK(WaitForNoWatchers(w, w.logic));
   // The move itself is untouched and can still be advanced.
   CHECK(AdvanceOverGrpc(s, move.id(), v1::MOVE_APPROVED).ok());
+}
+
+TEST_CASE("the process's metrics count a WatchMove stream while it is open and each event sent") {
+  MoveWorld w;
+  Served s(w);
+  const v1::Move move = StartOverGrpc(s, w);
+  auto metric = [](const std::string& series) {
+    return testing::ValueOr0(testing::ParseSamples(MetricsRegistry::Default().Render()), series);
+  };
+  const std::string watch_ok =
+      "dcl_rpc_calls_total{rpc=\"/dcl.v1.MoveService/WatchMove\",code=\"OK\",reason=\"\"}";
+  const double open_before = metric("dcl_watch_streams_open");
+  const double sent_before = metric("dcl_watch_events_sent_total");
+  const double calls_before = metric(watch_ok);
+
+  v1::WatchMoveRequest watch;
+  watch.set_move_id(move.id());
+  auto ctx = WatchContext(s.token);
+  auto stub = s.Stub();
+  auto reader = stub->WatchMove(ctx.get(), watch);
+  v1::MoveEvent event;
+  ReadNext(*reader, &event);  // the replayed MOVE_PLANNED
+  CHECK(metric("dcl_watch_streams_open") - open_before == 1);
+  // Counted once the server's write returned, which may be just after the client read it.
+  CHECK(testing::WaitUntil(
+      [&] { return metric("dcl_watch_events_sent_total") - sent_before == 1; },
+      std::chrono::seconds(5)));
+  CHECK(metric(watch_ok) == calls_before);  // counted when the stream ends
+
+  REQUIRE(AdvanceOverGrpc(s, move.id(), v1::MOVE_CANCELLED).ok());
+  ReadNext(*reader, &event);
+  CHECK(event.to_state() == v1::MOVE_CANCELLED);
+  CHECK_FALSE(reader->Read(&event));
+  CHECK(reader->Finish().ok());
+  CHECK(metric("dcl_watch_streams_open") == open_before);
+  CHECK(metric("dcl_watch_events_sent_total") - sent_before == 2);
+  CHECK(metric(watch_ok) - calls_before == 1);
 }
 
 TEST_CASE("WatchMove of a finished move replays its history and ends at once") {

@@ -8,11 +8,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
+#include <optional>
 #include <iostream>
 #include <thread>
 
 #include <pqxx/pqxx>
 
+#include "tests/support/metrics_scrape.h"
 #include "tests/support/test_db.h"
 #include "tests/sweeper/holds_seed.h"
 #include "tests/sweeper/sweeper_process.h"
@@ -119,6 +122,39 @@ TEST_CASE("the running sweeper expires due holds within a few intervals and touc
   INFO(log);
   CHECK(log.find("sweep: expired 50 holds") != std::string::npos);
   CHECK(log.find("sweep: expired 1 holds") != std::string::npos);
+}
+
+TEST_CASE("the running sweeper serves its metrics: rows it ended, sweeps, last success") {
+  TestDatabase db;
+  auto conn = db.Connect();
+  const HoldsOrg org = SeedHoldsOrg(*conn, "acme");
+  InsertReservations(*conn, org, 30, "held", -60, "due-");
+  const double started = static_cast<double>(time(nullptr));
+
+  SweeperProcess sweeper({DbArg(db), "--interval_seconds=1", "--metrics_listen=127.0.0.1:0"});
+  std::optional<int> port;
+  REQUIRE(WaitUntil([&] { return (port = testing::LoggedMetricsPort(sweeper.Log())).has_value(); },
+                    10s));
+  REQUIRE(WaitUntil([&] { return CountState(db, "due-", "expired") == 30; }, 10s));
+  testing::Samples samples;
+  // The counter moves with each committed batch; the success once the sweep is recorded.
+  REQUIRE(WaitUntil(
+      [&] {
+        samples = testing::Scrape(*port);
+        return testing::ValueOr0(samples, "dcl_sweeper_sweeps_total{outcome=\"success\"}") >= 1;
+      },
+      10s));
+  INFO(sweeper.Log());
+  CHECK(samples.at("dcl_sweeper_reservations_expired_total") == 30);
+  CHECK(samples.at("dcl_sweeper_bookings_released_total") == 0);
+  CHECK(samples.at("dcl_sweeper_sweeps_total{outcome=\"failure\"}") == 0);
+  const double last_success = samples.at("dcl_sweeper_last_success_timestamp_seconds");
+  CHECK(last_success >= started - 1);
+  CHECK(last_success <= static_cast<double>(time(nullptr)) + 1);
+  CHECK(samples.at("dcl_db_pool_connections_max") == 2);  // the sweeper's pool is capped at 2
+
+  sweeper.Signal(SIGTERM);
+  CHECK(sweeper.WaitForExit(10s) == std::optional<int>(0));
 }
 
 TEST_CASE("--once sweeps what is due and exits 0; an unreachable database exits 1") {

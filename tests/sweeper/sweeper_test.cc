@@ -10,7 +10,9 @@
 #include <pqxx/pqxx>
 
 #include "absl/time/time.h"
+#include "services/common/metrics.h"
 #include "sweeper/sweeper.h"
+#include "tests/support/metrics_scrape.h"
 #include "tests/support/test_db.h"
 #include "tests/sweeper/holds_seed.h"
 
@@ -313,6 +315,46 @@ TEST_CASE("client request ids past their retention are deleted in batches; young
   CHECK(result->batches == 3);
   CHECK(db.Count("SELECT count(*) FROM client_requests WHERE request_id LIKE 'old-%'") == 0);
   CHECK(db.Count("SELECT count(*) FROM client_requests WHERE request_id LIKE 'young-%'") == 4);
+}
+
+double Metric(const std::string& series) {
+  return testing::ValueOr0(testing::ParseSamples(MetricsRegistry::Default().Render()), series);
+}
+
+TEST_CASE("the sweeper's metrics count the rows it ended, its sweeps and its last success") {
+  TestDatabase db;
+  auto conn = db.Connect();
+  const HoldsOrg org = SeedHoldsOrg(*conn, "acme");
+  InsertReservations(*conn, org, 25, "held", -1, "due-");
+  const std::string rack = testing::InsertRack(*conn, org, "R1");
+  for (int unit = 1; unit <= 3; ++unit) {
+    testing::InsertBooking(*conn, org, rack, "reservation", unit, unit, -30);
+  }
+  const double expired_before = Metric("dcl_sweeper_reservations_expired_total");
+  const double released_before = Metric("dcl_sweeper_bookings_released_total");
+  const double success_before = Metric("dcl_sweeper_sweeps_total{outcome=\"success\"}");
+  const double failure_before = Metric("dcl_sweeper_sweeps_total{outcome=\"failure\"}");
+
+  auto pool = db.MakePool(2);
+  FakeClock clock;
+  Sweeper sweeper(*pool, Options(10), clock);
+  REQUIRE(sweeper.SweepOnce().ok());
+  CHECK(Metric("dcl_sweeper_reservations_expired_total") - expired_before == 25);
+  CHECK(Metric("dcl_sweeper_bookings_released_total") - released_before == 3);
+  CHECK(Metric("dcl_sweeper_sweeps_total{outcome=\"success\"}") - success_before == 1);
+  CHECK(Metric("dcl_sweeper_sweeps_total{outcome=\"failure\"}") == failure_before);
+  // By the sweeper's clock: when the sweep ended.
+  CHECK(Metric("dcl_sweeper_last_success_timestamp_seconds") ==
+        absl::ToUnixSeconds(clock.Now()));
+
+  // A failed sweep counts as one and leaves the last success alone.
+  const double last_success = Metric("dcl_sweeper_last_success_timestamp_seconds");
+  pool->Close();
+  absl::Notification never;
+  clock.SleepUntil(clock.Now() + absl::Seconds(60), never);
+  REQUIRE_FALSE(sweeper.SweepOnce().ok());
+  CHECK(Metric("dcl_sweeper_sweeps_total{outcome=\"failure\"}") - failure_before == 1);
+  CHECK(Metric("dcl_sweeper_last_success_timestamp_seconds") == last_success);
 }
 
 }  // namespace
