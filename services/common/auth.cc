@@ -49,7 +49,9 @@ std::string BearerToken(const std::string& authorization) {
 
 absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token) {
   if (token.empty()) return Unauthenticated("missing bearer token");
-  return pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<Principal> {
+  // One statement in autocommit: one round trip per call (no BEGIN/COMMIT around a read), and
+  // no cache, so a revoked token is refused on the very next call.
+  return pool.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Principal> {
     pqxx::result rows = tx.exec_params(
         "SELECT t.id, t.org_id, t.role, t.subject, "
         "       coalesce((SELECT enabled FROM feature_settings WHERE feature = 'datacenter'), "

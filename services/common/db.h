@@ -90,6 +90,14 @@ class DbPool {
   template <typename Fn>
   std::invoke_result_t<Fn, pqxx::work&> Transact(Fn&& fn);
 
+  // Runs fn(pqxx::nontransaction&) in autocommit: each statement is its own transaction, and a
+  // one-statement call is one round trip (no BEGIN, no COMMIT). For work that is a single
+  // statement, typically a server-side function. A connection found broken is replaced and fn
+  // runs once more on a new one even though the first statement may have committed, so fn must
+  // be idempotent (Reserve is: its key replays the hold).
+  template <typename Fn>
+  std::invoke_result_t<Fn, pqxx::nontransaction&> AutocommitIdempotent(Fn&& fn);
+
   // SELECT 1 on a fresh-enough connection; used by the health probe.
   absl::Status Ping();
 
@@ -183,6 +191,25 @@ std::invoke_result_t<Fn, pqxx::work&> DbPool::Transact(Fn&& fn) {
       return Result(DbErrorToStatus(e));
     } catch (const pqxx::in_doubt_error& e) {
       lease->MarkBroken();
+      return Result(DbErrorToStatus(e));
+    } catch (const std::exception& e) {
+      return Result(DbErrorToStatus(e));
+    }
+  }
+}
+
+template <typename Fn>
+std::invoke_result_t<Fn, pqxx::nontransaction&> DbPool::AutocommitIdempotent(Fn&& fn) {
+  using Result = std::invoke_result_t<Fn, pqxx::nontransaction&>;
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<Lease> lease = Acquire(/*fresh=*/attempt > 0);
+    if (!lease.ok()) return Result(lease.status());
+    try {
+      pqxx::nontransaction tx(lease->conn());
+      return fn(tx);
+    } catch (const pqxx::broken_connection& e) {
+      lease->MarkBroken();
+      if (attempt == 0) continue;
       return Result(DbErrorToStatus(e));
     } catch (const std::exception& e) {
       return Result(DbErrorToStatus(e));

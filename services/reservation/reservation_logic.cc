@@ -49,25 +49,6 @@ Criteria CriteriaOf(const v1::ReservationCriteria& c) {
   return Criteria{absl::AsciiStrToLower(c.site_id()), c.vendor(), c.model(), c.hardware_profile()};
 }
 
-std::string Json(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
-
-// The frozen reason: the criteria, the device's facts as re-read under its lock, and how the
-// choice was made. The database adds chosen_at (its clock).
-std::string SelectionReason(const Criteria& c, const DeviceFacts& d, const std::string& pivot,
-                            int examined, int attempts) {
-  return absl::StrCat(
-      "{\"criteria\":{\"site_id\":", Json(c.site_id), ",\"vendor\":", Json(c.vendor),
-      ",\"model\":", Json(c.model), ",\"hardware_profile\":", Json(c.hardware_profile),
-      "},\"device\":{\"id\":", Json(d.id), ",\"site_id\":", Json(d.site_id),
-      ",\"vendor\":", Json(d.vendor), ",\"model\":", Json(d.model),
-      ",\"hardware_profile\":", Json(d.hardware_profile),
-      ",\"process_state\":", Json(d.process_state), ",\"bound\":", d.bound ? "true" : "false",
-      ",\"held\":", d.held ? "true" : "false",
-      "},\"eligibility\":", Json(ExclusionName(Classify(c, d))),
-      ",\"candidates_examined\":", examined, ",\"lost_races\":", attempts,
-      ",\"walk_start\":", Json(pivot), "}");
-}
-
 absl::Status CheckCriteria(const v1::ReservationCriteria& c) {
   DCL_RETURN_IF_ERROR(CheckId("criteria.site_id", c.site_id()));
   DCL_RETURN_IF_ERROR(CheckText("criteria.vendor", c.vendor(), kMaxNameLength, false));
@@ -144,7 +125,8 @@ absl::Status ValidateOptions(const ReservationOptions& o) {
   if (o.default_ttl_seconds <= 0 || o.default_ttl_seconds > o.max_ttl_seconds) {
     return absl::InvalidArgumentError("default TTL must be positive and at most the max TTL");
   }
-  if (o.max_attempts <= 0 || o.max_candidates <= 0 || o.max_listed_devices < 0) {
+  if (o.max_attempts <= 0 || o.max_candidates <= 0 || o.max_rows_walked <= 0 ||
+      o.max_listed_devices < 0) {
     return absl::InvalidArgumentError("attempt and candidate limits must be positive");
   }
   return absl::OkStatus();
@@ -168,111 +150,62 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
   const Criteria criteria = CriteriaOf(request.criteria());
   const std::string& org = principal.org_id;
   const std::string& key = request.idempotency_key();
-  const std::string pivot = RandomPivot();
+  const std::string walk_start = walk_start_for_test_.empty() ? RandomPivot() : walk_start_for_test_;
+  const WalkLimits limits{options_.max_candidates, options_.max_attempts, options_.max_rows_walked};
 
-  absl::StatusOr<v1::ReserveResponse> result =
-      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ReserveResponse> {
-        // The order's existing reservation, whatever its state; the same key with other
-        // criteria is a client error, and nothing is written.
-        auto replay =
-            [&](const ReservationRecord& existing) -> absl::StatusOr<v1::ReserveResponse> {
-          if (CriteriaOf(existing.proto.criteria()) != criteria) {
-            return Error(absl::StatusCode::kFailedPrecondition, v1::IDEMPOTENCY_KEY_REUSED,
-                         "this idempotency key was used with different criteria")
-                .Meta("reservation_id", existing.proto.id());
-          }
-          v1::ReserveResponse out;
-          *out.mutable_reservation() = existing.proto;
-          out.set_replay(true);
-          return out;
-        };
-
-        // The walk's queries are planned for the worst case (every row filtered out), which
-        // puts their estimated cost above jit_above_cost although they touch a few rows: JIT
-        // compilation then costs ~1-2 s per statement. Off for this transaction only.
-        tx.exec("SET LOCAL jit = off");
-
-        // 1. The order already has a reservation.
-        if (auto existing = Store::FindByKey(tx, org, key, false)) return replay(*existing);
-        if (!Store::SiteExists(tx, org, criteria.site_id)) {
-          return NotFound("site", criteria.site_id);
-        }
-
-        // 2. Pass 1: is anything eligible right now? A cheap look from the walk's start (the
-        // exclusion reasons of every device are computed only when refusing, step 6).
-        bool any_eligible = false;
-        for (const DeviceFacts& facts : Store::FetchCandidates(tx, org, criteria, pivot, 1)) {
-          if (Classify(criteria, facts) == Exclusion::kEligible) any_eligible = true;
-        }
-
-        // 3. Pass 2: walk the site's devices in id order from the random pivot, wrapping once.
-        // Each step is one statement with a fresh snapshot that locks ONE row and passes over
-        // rows other orders have locked (skipped: nothing went wrong); the device is re-checked
-        // under its lock and the hold inserted, all inside a savepoint. A unique violation on
-        // the arbiter index is a lost insert race = one attempt.
-        int examined = 0, attempts = 0;
-        std::string cursor = pivot;
-        bool inclusive = true, wrapped = false;
-        while (any_eligible && examined < options_.max_candidates &&
-               attempts < options_.max_attempts) {
-          Savepoint savepoint(tx,
-                              "reserve_attempt");  // rolled back (lock released) unless released
-          std::optional<DeviceFacts> candidate = Store::LockNextCandidate(
-              tx, org, criteria, cursor, inclusive, wrapped ? pivot : std::string());
-          if (!candidate) {
-            if (wrapped) break;
-            wrapped = true;
-            cursor = "00000000-0000-0000-0000-000000000000";
-            inclusive = true;
-            continue;
-          }
-          ++examined;
-          cursor = candidate->id;
-          inclusive = false;
-          std::optional<DeviceFacts> facts = Store::ReadDeviceFacts(tx, org, candidate->id);
-          if (!facts || Classify(criteria, *facts) != Exclusion::kEligible) continue;
-          if (before_insert_) before_insert_(candidate->id);
-          GuardedResult inserted = Store::InsertHold(
-              tx, org, key, candidate->id, criteria,
-              SelectionReason(criteria, *facts, pivot, examined, attempts), ttl, principal.Actor());
-          if (!inserted.violated()) {
-            savepoint.Release();
-            if (!inserted.returned) return Internal("hold insert returned no id");
-            std::optional<ReservationRecord> held =
-                Store::FindById(tx, org, *inserted.returned, false);
-            if (!held) return Internal("inserted hold not found");
-            v1::ReserveResponse out;
-            *out.mutable_reservation() = held->proto;
-            out.set_candidates_examined(examined);
-            out.set_attempts(attempts);
-            return out;
-          }
-          savepoint.Rollback();
-          if (inserted.violated_constraint == kDeviceHeldIndex) {
-            ++attempts;  // the arbiter gave the machine to another order
-            continue;
-          }
-          if (inserted.violated_constraint == kOrgKeyConstraint) {
-            // 7. A concurrent call with the same key committed first: this order has a hold.
-            if (auto existing = Store::FindByKey(tx, org, key, false)) return replay(*existing);
-            return Contended(examined, attempts);
-          }
-          return UnexpectedViolation("hold", inserted);
-        }
-
-        // 5. Before refusing, the key again: each statement sees what has committed since.
-        if (auto existing = Store::FindByKey(tx, org, key, false)) return replay(*existing);
-
-        // 6. Eligible machines existed but none could be taken: retry now.
-        if (any_eligible) return Contended(examined, attempts);
-        ExclusionSummary summary =
-            Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
-        if (summary.eligible > 0) return Contended(examined, attempts);
-        return NoCapacity(summary);
+  // 1-4. The common path is one statement in autocommit: the key, the site, the walk, the lock
+  // and the hold, all inside dcl_reserve (see reservation_store.h). Calling it again after a
+  // broken connection is safe: the key replays a hold that did commit.
+  absl::StatusOr<ReserveOutcome> outcome =
+      pool_.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<ReserveOutcome> {
+        return Store::ReserveInDatabase(tx, org, key, criteria, walk_start, ttl,
+                                        principal.Actor(), limits);
       });
-  if (!result.ok()) return result.status();
-  *response = std::move(*result);
-  return absl::OkStatus();
+  if (!outcome.ok()) return outcome.status();
+  using Kind = ReserveOutcome::Kind;
+  switch (outcome->kind) {
+    case Kind::kHeld:
+    case Kind::kReplay: {
+      if (!outcome->reservation) return Internal("reserve answered without a reservation");
+      const v1::Reservation& reservation = outcome->reservation->proto;
+      // 7. The order's existing reservation, whatever its state; the same key with other
+      // criteria is a client error, and nothing is written.
+      if (outcome->kind == Kind::kReplay && CriteriaOf(reservation.criteria()) != criteria) {
+        return Error(absl::StatusCode::kFailedPrecondition, v1::IDEMPOTENCY_KEY_REUSED,
+                     "this idempotency key was used with different criteria")
+            .Meta("reservation_id", reservation.id());
+      }
+      *response->mutable_reservation() = reservation;
+      response->set_replay(outcome->kind == Kind::kReplay);
+      if (outcome->kind == Kind::kHeld) {
+        response->set_candidates_examined(outcome->candidates_examined);
+        response->set_attempts(outcome->lost_races);
+      }
+      return absl::OkStatus();
+    }
+    case Kind::kNoSite:
+      return NotFound("site", criteria.site_id);
+    case Kind::kContended:
+      return Contended(outcome->candidates_examined, outcome->lost_races);
+    case Kind::kNoCandidate:
+    case Kind::kWalkLimit:
+      break;
+  }
+
+  // 6. A refusal, explained: pass 1's classification of every device of the organization (extra
+  // round trips only here). Eligible machines that the walk could not take (locked by other
+  // orders, or beyond the walk's bound on a nearly sold-out site) mean "retry now"; none mean
+  // "buy more iron".
+  absl::StatusOr<ExclusionSummary> summary =
+      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<ExclusionSummary> {
+        // A whole-organization scan is planned above jit_above_cost; compiling it costs more
+        // than running it.
+        tx.exec("SET LOCAL jit = off");
+        return Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
+      });
+  if (!summary.ok()) return summary.status();
+  if (summary->eligible > 0) return Contended(outcome->candidates_examined, outcome->lost_races);
+  return NoCapacity(*summary);
 }
 
 absl::Status ReservationLogic::Convert(const Principal& principal,

@@ -12,7 +12,6 @@
 #ifndef DCL_SERVICES_RESERVATION_RESERVATION_LOGIC_H_
 #define DCL_SERVICES_RESERVATION_RESERVATION_LOGIC_H_
 
-#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,16 +25,16 @@ struct ReservationOptions {
   int default_ttl_seconds = 15 * 60;  // a hold waits for checkout, payment, fraud check
   int max_ttl_seconds = 24 * 60 * 60;
   int max_attempts = 5;         // lost insert races before "try again in a moment"
-  int max_candidates = 25;      // devices examined (locked or skipped) per call
+  int max_candidates = 25;      // devices examined (locked and found sellable) per call
+  // Devices walked past per call, sellable or not: bounds the walk on a nearly sold-out site,
+  // whatever its size (about 10 us per device). Reached, the call is explained by the
+  // exclusion summary: CONTENDED while eligible machines exist, NO_CAPACITY otherwise.
+  int max_rows_walked = 1024;
   int max_listed_devices = 20;  // excluded devices listed in a NO_CAPACITY answer
 };
 
 // Startup check of the options: crash-worthy misconfiguration is reported, not corrected.
 absl::Status ValidateOptions(const ReservationOptions& options);
-
-// Test seam: runs inside Reserve's pass 2 after a device is locked and re-checked, just before
-// the hold is inserted (used to make a real insert race deterministic).
-using BeforeInsertHook = std::function<void(const std::string& device_id)>;
 
 class ReservationLogic {
  public:
@@ -63,15 +62,16 @@ class ReservationLogic {
                                   const v1::GetServiceLocationRequest& request,
                                   v1::ServiceLocation* response);
 
-  // Not thread-safe with concurrent calls: set before use (tests only).
-  void SetBeforeInsertHookForTest(BeforeInsertHook hook) { before_insert_ = std::move(hook); }
+  // Not thread-safe with concurrent calls: set before use (tests only). Reserve's walk starts
+  // just after this id instead of at a random one, so a test knows which device comes first.
+  void SetWalkStartForTest(std::string walk_start) { walk_start_for_test_ = std::move(walk_start); }
 
   const ReservationOptions& options() const { return options_; }
 
  private:
   DbPool& pool_;
   const ReservationOptions options_;
-  BeforeInsertHook before_insert_;
+  std::string walk_start_for_test_;
 };
 
 }  // namespace dcl::reservation

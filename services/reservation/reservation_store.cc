@@ -1,5 +1,6 @@
 #include "services/reservation/reservation_store.h"
 
+#include <stdexcept>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -47,40 +48,6 @@ ReservationRecord RecordFromRow(const pqxx::row& row) {
   r.set_service_id(row[14].as<std::string>());
   record.lapsed = row[15].as<bool>();
   return record;
-}
-
-// The facts Classify() needs, for devices aliased d. Both EXISTS read the same snapshot, so a
-// Convert committing in between is seen either as the hold or as the binding, never as neither.
-const char kFactsColumns[] =
-    "d.id::text, d.site_id::text, d.vendor, d.model, d.hardware_profile, d.process_state, "
-    "EXISTS (SELECT 1 FROM service_bindings b WHERE b.device_id = d.id AND b.ended_at IS NULL), "
-    "EXISTS (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held'), "
-    "d.decommissioned_at IS NOT NULL";
-
-// The narrowing filter of the candidate walk (Classify decides; this only keeps the walk short).
-// Correlated scalar subqueries on purpose, not NOT EXISTS: PostgreSQL turns NOT EXISTS into an
-// anti-join and, once many machines are sold, hashes every active binding on every call. A
-// scalar subquery stays a per-row probe of the partial unique indexes, so a call costs the rows
-// it walks past, not the number of machines sold.
-const char kLooksSellable[] =
-    "AND d.process_state = 'normal' AND d.decommissioned_at IS NULL "
-    "AND (SELECT 1 FROM service_bindings b "
-    "     WHERE b.device_id = d.id AND b.ended_at IS NULL LIMIT 1) IS NULL "
-    "AND (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND h.state = 'held' LIMIT 1) "
-    "IS NULL ";
-
-DeviceFacts FactsFromRow(const pqxx::row& row) {
-  DeviceFacts f;
-  f.id = row[0].as<std::string>();
-  f.site_id = row[1].as<std::string>();
-  f.vendor = row[2].as<std::string>();
-  f.model = row[3].as<std::string>();
-  f.hardware_profile = row[4].as<std::string>();
-  f.process_state = row[5].as<std::string>();
-  f.bound = row[6].as<bool>();
-  f.held = row[7].as<bool>();
-  f.decommissioned = row[8].as<bool>();
-  return f;
 }
 
 const std::string& BindingColumns() {
@@ -169,65 +136,6 @@ std::vector<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::s
   return out;
 }
 
-bool ReservationStore::SiteExists(pqxx::work& tx, const std::string& org, const std::string& site) {
-  return !tx.exec_params("SELECT 1 FROM sites WHERE org_id = $1 AND id = $2", org, site).empty();
-}
-
-std::vector<DeviceFacts> ReservationStore::FetchCandidates(pqxx::work& tx, const std::string& org,
-                                                           const Criteria& criteria,
-                                                           const std::string& pivot, int limit) {
-  // Narrowing only (Classify decides): the criteria, a ready state, no active binding, no hold.
-  // devices_site_id_order_idx serves (site_id, id >= pivot) in id order, so the walk starts at
-  // a random place and stops after `limit` rows that look sellable.
-  auto fetch = [&](const char* side, int n) {
-    return tx.exec_params(
-        absl::StrCat("SELECT ", kFactsColumns,
-                     " FROM devices d WHERE d.site_id = $1 AND d.org_id = $2 "
-                     "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
-                     "AND ($5 = '' OR d.hardware_profile = $5) ",
-                     kLooksSellable, "AND d.id ", side, " $6::uuid ORDER BY d.id LIMIT $7"),
-        criteria.site_id, org, criteria.vendor, criteria.model, criteria.hardware_profile, pivot,
-        n);
-  };
-  std::vector<DeviceFacts> out;
-  for (const pqxx::row& row : fetch(">=", limit)) out.push_back(FactsFromRow(row));
-  if (static_cast<int>(out.size()) < limit) {
-    for (const pqxx::row& row : fetch("<", limit - static_cast<int>(out.size()))) {
-      out.push_back(FactsFromRow(row));
-    }
-  }
-  return out;
-}
-
-std::optional<DeviceFacts> ReservationStore::LockNextCandidate(
-    pqxx::work& tx, const std::string& org, const Criteria& criteria, const std::string& after,
-    bool inclusive, const std::string& before) {
-  // NO KEY UPDATE, not UPDATE: it excludes every other Reserve examining this device, but not
-  // the KEY SHARE lock a foreign key check takes, so inserting rows that reference the device
-  // (a reservation, a binding, a booking) never waits for a Reserve that merely looks at it.
-  pqxx::result rows = tx.exec_params(
-      absl::StrCat("SELECT ", kFactsColumns,
-                   " FROM devices d WHERE d.site_id = $1 AND d.org_id = $2 "
-                   "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
-                   "AND ($5 = '' OR d.hardware_profile = $5) ",
-                   kLooksSellable, "AND d.id ", inclusive ? ">=" : ">",
-                   " $6::uuid AND (nullif($7, '')::uuid IS NULL OR d.id < nullif($7, '')::uuid) "
-                   "ORDER BY d.id LIMIT 1 FOR NO KEY UPDATE OF d SKIP LOCKED"),
-      criteria.site_id, org, criteria.vendor, criteria.model, criteria.hardware_profile, after,
-      before);
-  if (rows.empty()) return std::nullopt;
-  return FactsFromRow(rows[0]);
-}
-
-std::optional<DeviceFacts> ReservationStore::ReadDeviceFacts(pqxx::work& tx, const std::string& org,
-                                                             const std::string& device_id) {
-  pqxx::result rows = tx.exec_params(
-      absl::StrCat("SELECT ", kFactsColumns, " FROM devices d WHERE d.id = $1 AND d.org_id = $2"),
-      device_id, org);
-  if (rows.empty()) return std::nullopt;
-  return FactsFromRow(rows[0]);
-}
-
 ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std::string& org,
                                                        const Criteria& criteria, int max_listed) {
   // One row per distinct combination of facts (a handful), each with its count and the first
@@ -277,20 +185,57 @@ ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std
   return summary;
 }
 
-GuardedResult ReservationStore::InsertHold(pqxx::work& tx, const std::string& org,
-                                           const std::string& key, const std::string& device_id,
-                                           const Criteria& criteria,
-                                           const std::string& selection_reason_json,
-                                           int ttl_seconds, const std::string& actor) {
-  return GuardedExec(
-      tx,
-      "INSERT INTO reservations (org_id, idempotency_key, device_id, state, criteria_site_id, "
-      "criteria_vendor, criteria_model, criteria_hardware_profile, selection_reason, created_by, "
-      "expires_at) VALUES ($1[1]::uuid, $1[2], $1[3]::uuid, 'held', $1[4]::uuid, $1[5], $1[6], "
-      "$1[7], $1[8]::jsonb || jsonb_build_object('chosen_at', now()), $1[9], "
-      "now() + make_interval(secs => $1[10]::int)) RETURNING id::text",
-      {org, key, device_id, criteria.site_id, criteria.vendor, criteria.model,
-       criteria.hardware_profile, selection_reason_json, actor, absl::StrCat(ttl_seconds)});
+ReserveOutcome ReservationStore::ReserveInDatabase(pqxx::transaction_base& tx,
+                                                  const std::string& org, const std::string& key,
+                                                  const Criteria& criteria,
+                                                  const std::string& walk_start, int ttl_seconds,
+                                                  const std::string& actor,
+                                                  const WalkLimits& limits) {
+  // The function returns the reservation as a composite value (an outer query in the same
+  // statement would not see the row the function inserted); the lateral subquery only spreads
+  // it into the columns RecordFromRow reads.
+  static const std::string* sql = new std::string(absl::StrCat(
+      "SELECT ", ReservationColumns(),
+      ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited "
+      "FROM dcl_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) f, "
+      "LATERAL (SELECT (f.reservation).*) r"));
+  auto call = [&] {
+    return tx.exec_params1(*sql, org, key, criteria.site_id, criteria.vendor, criteria.model,
+                           criteria.hardware_profile, walk_start, ttl_seconds, actor,
+                           limits.max_candidates, limits.max_attempts, limits.max_rows);
+  };
+  pqxx::row row = [&] {
+    try {
+      return call();
+    } catch (const pqxx::unique_violation&) {
+      // Only reservations_org_key_uq can raise here (the arbiter is ON CONFLICT DO NOTHING): a
+      // same-key hold written by a path that skips the function's advisory lock committed first.
+      // In autocommit nothing of the failed call remains; the second call replays that hold.
+      return call();
+    }
+  }();
+  ReserveOutcome outcome;
+  const std::string kind = row[16].as<std::string>();
+  outcome.candidates_examined = row[17].as<int>();
+  outcome.lost_races = row[18].as<int>();
+  outcome.rows_visited = row[19].as<int>();
+  if (kind == "held") {
+    outcome.kind = ReserveOutcome::Kind::kHeld;
+  } else if (kind == "replay") {
+    outcome.kind = ReserveOutcome::Kind::kReplay;
+  } else if (kind == "no_site") {
+    outcome.kind = ReserveOutcome::Kind::kNoSite;
+  } else if (kind == "contended") {
+    outcome.kind = ReserveOutcome::Kind::kContended;
+  } else if (kind == "walk_limit") {
+    outcome.kind = ReserveOutcome::Kind::kWalkLimit;
+  } else if (kind == "no_candidate") {
+    outcome.kind = ReserveOutcome::Kind::kNoCandidate;
+  } else {
+    throw std::logic_error("dcl_reserve answered an unknown outcome: " + kind);
+  }
+  if (!row[0].is_null()) outcome.reservation = RecordFromRow(row);
+  return outcome;
 }
 
 void ReservationStore::MarkConverted(pqxx::work& tx, const std::string& id,

@@ -43,6 +43,30 @@ struct ExclusionSummary {
   std::vector<std::pair<std::string, Exclusion>> listed;  // bounded list of excluded devices
 };
 
+// Bounds of one Reserve's walk (ReservationOptions carries the configured values).
+struct WalkLimits {
+  int max_candidates = 25;  // devices locked and found sellable
+  int max_attempts = 5;     // lost insert races
+  int max_rows = 1024;      // devices walked past, sellable or not
+};
+
+// What dcl_reserve answered.
+struct ReserveOutcome {
+  enum class Kind {
+    kHeld,         // `reservation` is the new hold
+    kReplay,       // `reservation` is the order's existing one (criteria not compared yet)
+    kNoSite,       // the site is not the organization's
+    kContended,    // the bound on candidates or lost races was reached
+    kNoCandidate,  // the walk went round the site: nothing it could take
+    kWalkLimit,    // max_rows devices walked past without a hold
+  };
+  Kind kind = Kind::kNoCandidate;
+  int candidates_examined = 0;
+  int lost_races = 0;
+  int rows_visited = 0;
+  std::optional<ReservationRecord> reservation;
+};
+
 // Paging position: the last row of the previous page.
 struct ListCursor {
   int64_t created_at_us = 0;
@@ -62,33 +86,21 @@ class ReservationStore {
                                            std::vector<ListCursor>* cursors);
 
   // --- devices as candidates
-  static bool SiteExists(pqxx::work& tx, const std::string& org, const std::string& site);
-  // Up to `limit` devices matching the criteria that look sellable in this statement's snapshot,
-  // in id order starting at `pivot` and wrapping around. Callers classify them again.
-  static std::vector<DeviceFacts> FetchCandidates(pqxx::work& tx, const std::string& org,
-                                                  const Criteria& criteria,
-                                                  const std::string& pivot, int limit);
-  // Pass 2's step: the next device in id order after `after` (inclusive when `inclusive`) and,
-  // when `before` is non-empty, before it, that looks sellable in this statement's (fresh)
-  // snapshot and that no other transaction has locked, locked FOR NO KEY UPDATE SKIP LOCKED.
-  // One row, never a set: a row another order is examining is passed over, not waited for.
-  static std::optional<DeviceFacts> LockNextCandidate(pqxx::work& tx, const std::string& org,
-                                                      const Criteria& criteria,
-                                                      const std::string& after, bool inclusive,
-                                                      const std::string& before);
-  // The device's facts in a fresh snapshot (call after locking it).
-  static std::optional<DeviceFacts> ReadDeviceFacts(pqxx::work& tx, const std::string& org,
-                                                    const std::string& device_id);
-  // Every device of the organization, grouped by facts and classified.
+  // Every device of the organization, grouped by facts and classified (the explanation of a
+  // refusal: runs only when Reserve found nothing to hold).
   static ExclusionSummary SummarizeExclusions(pqxx::work& tx, const std::string& org,
                                               const Criteria& criteria, int max_listed);
 
   // --- reservations: the write path
-  // Inserts a hold (guarded): the violated constraint's name decides what a failure means.
-  static GuardedResult InsertHold(pqxx::work& tx, const std::string& org, const std::string& key,
-                                  const std::string& device_id, const Criteria& criteria,
-                                  const std::string& selection_reason_json, int ttl_seconds,
-                                  const std::string& actor);
+  // Reserve's common path, one statement (dcl_reserve in schema/migrations/
+  // 0020_reserve_function.sql): the order's existing reservation, or the site check, the walk
+  // from `walk_start`, one candidate locked at a time and the hold inserted with the arbiter
+  // index deciding. Run it in autocommit (pqxx::nontransaction): the function's transaction is
+  // the statement's, so its row and advisory locks end with it.
+  static ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
+                                          const std::string& key, const Criteria& criteria,
+                                          const std::string& walk_start, int ttl_seconds,
+                                          const std::string& actor, const WalkLimits& limits);
   // held → converted / expired (at conversion) / cancelled. The row must be locked and held.
   static void MarkConverted(pqxx::work& tx, const std::string& id, const std::string& service_id,
                             const std::string& actor);

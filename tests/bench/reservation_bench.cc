@@ -6,9 +6,18 @@
 // scenario: reservations/s, latency p50/p95/p99, outcome counts; then audits the database (no
 // machine with two holds or two active bindings, no service on two machines).
 //
+// Every throughput figure is printed beside the commit ceiling measured in the same run on the
+// same cluster: one-row INSERTs, one per transaction, at the same number of clients (each on its
+// own connection), for the same duration; "ratio" = Reserve calls/s / INSERT tx/s.
+//
 // Scenarios:
 //   1. throughput: 1, 8, 32, 64 clients reserving for --seconds each on a pool of
 //      --machines machines (holds are cancelled between runs);
+//   shared: a database that looks like production: several organizations, sites of 1,000,
+//      10,000, 20,000 and 100,000 machines, statistics as one ANALYZE after seeding the first
+//      site left them (the others arrive after it; no VACUUM ANALYZE before measuring): Reserve
+//      p50 per site size at one client (ratio 100,000 / 1,000 printed), throughput on the
+//      10,000-machine site with the ceiling beside it, and 256 clients on 10 machines;
 //   2. 256 clients on 10 machines, one Reserve each (contention: 10 holds, 246 rejections);
 //   3. a pool of --big_pool machines, empty vs 95 % bound and 1 % held: Reserve latency must
 //      not grow with the number of sold machines (ratio printed).
@@ -42,12 +51,13 @@
 
 ABSL_FLAG(std::string, database_url, "", "a migrated, disposable database");
 ABSL_FLAG(int, seconds, 5, "duration of each throughput run");
-ABSL_FLAG(int, machines, 5000, "pool size of the throughput runs");
+ABSL_FLAG(int, machines, 10000, "pool size of the throughput runs");
+ABSL_FLAG(int, size_calls, 400, "Reserve calls per site in the shared scenario's size comparison");
 ABSL_FLAG(int, big_pool, 100000, "pool size of the sold-machines comparison");
 ABSL_FLAG(int, big_clients, 8, "clients in the sold-machines comparison");
 ABSL_FLAG(int, big_calls, 800, "Reserve calls per side of the sold-machines comparison");
 ABSL_FLAG(int, pool_size, 16, "database connections of the service");
-ABSL_FLAG(std::string, scenarios, "throughput,contention,sold",
+ABSL_FLAG(std::string, scenarios, "shared,throughput,contention,sold",
           "which scenarios to run (comma-separated)");
 
 namespace dcl::bench {
@@ -129,31 +139,79 @@ class Bench {
     return row[0].is_null() ? "" : row[0].as<std::string>();
   }
 
-  // A fresh organization with the module on, a commerce token and one site per scenario.
-  void SetUpOrg() {
-    const std::string name =
-        absl::StrCat("bench-", std::chrono::system_clock::now().time_since_epoch().count());
-    org_ =
+  // A fresh organization with the module on and a commerce token; the first one made is the
+  // default of the scenarios that use one organization.
+  struct Org {
+    std::string id, token;
+  };
+  Org NewOrg(const std::string& label) {
+    const std::string name = absl::StrCat(
+        "bench-", label, "-", std::chrono::system_clock::now().time_since_epoch().count());
+    Org org;
+    org.id =
         Scalar(absl::StrCat("INSERT INTO organizations (name) VALUES ('", name, "') RETURNING id"));
     Sql("UPDATE feature_settings SET enabled = true WHERE feature = 'datacenter'");
     Sql(absl::StrCat(
-        "INSERT INTO organization_feature_settings (org_id, feature, enabled) VALUES ('", org_,
+        "INSERT INTO organization_feature_settings (org_id, feature, enabled) VALUES ('", org.id,
         "', 'datacenter', true)"));
-    auto token = CreateToken(*pool_, org_, Role::kCommerce, "", "bench");
+    auto token = CreateToken(*pool_, org.id, Role::kCommerce, "", "bench");
     if (!token.ok()) Die(token.status().ToString());
-    token_ = token->token;
+    org.token = token->token;
+    return org;
+  }
+  void SetUpOrg() {
+    Org org = NewOrg("main");
+    org_ = org.id;
+    token_ = org.token;
   }
 
-  std::string NewSite(const std::string& name, int machines) {
-    const std::string site = Scalar(absl::StrCat("INSERT INTO sites (org_id, name) VALUES ('", org_,
+  // A site of `machines` ready machines; `analyze` refreshes the statistics afterwards.
+  std::string NewSite(const std::string& name, int machines, bool analyze = true,
+                      const std::string& in_org = "") {
+    const std::string org = in_org.empty() ? org_ : in_org;
+    const std::string site = Scalar(absl::StrCat("INSERT INTO sites (org_id, name) VALUES ('", org,
                                                  "', '", name, "') RETURNING id"));
     Sql(
         absl::StrCat("INSERT INTO devices (org_id, site_id, vendor, model, height_units, "
                      "depth_class) SELECT '",
-                     org_, "', '", site, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ",
+                     org, "', '", site, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ",
                      machines, ")"));
-    Sql("ANALYZE devices");
+    if (analyze) Sql("ANALYZE devices");
     return site;
+  }
+
+  // The commit ceiling: `clients` connections each committing one-row INSERTs (autocommit, one
+  // statement per transaction) for `seconds`. Returns transactions per second.
+  double InsertCeiling(int clients, double seconds) {
+    Sql("CREATE TABLE IF NOT EXISTS bench_ceiling (id bigserial PRIMARY KEY, "
+        "at timestamptz NOT NULL DEFAULT now(), client integer NOT NULL)");
+    std::atomic<long long> committed{0};
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        pqxx::connection conn(url_);
+        conn.prepare("ceiling", "INSERT INTO bench_ceiling (client) VALUES ($1)");
+        ++ready;
+        while (!go) std::this_thread::yield();
+        const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+        long long n = 0;
+        while (Clock::now() < until) {
+          pqxx::nontransaction tx(conn);
+          tx.exec_prepared("ceiling", c);
+          ++n;
+        }
+        committed += n;
+      });
+    }
+    while (ready < clients) std::this_thread::yield();
+    const auto start = Clock::now();
+    go = true;
+    for (auto& t : threads) t.join();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    Sql("TRUNCATE bench_ceiling");
+    return committed / elapsed;
   }
 
   void CancelHolds(const std::string& site) {
@@ -166,7 +224,8 @@ class Bench {
 
   // clients threads; each calls Reserve until `until` (or `calls_per_client` calls if > 0).
   Outcomes Run(const std::string& site, int clients, double seconds, int calls_per_client,
-               const std::string& prefix) {
+               const std::string& prefix, const std::string& token = "") {
+    const std::string bearer = "Bearer " + (token.empty() ? token_ : token);
     std::vector<Outcomes> per(clients);
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
@@ -184,7 +243,7 @@ class Bench {
           request.set_idempotency_key(absl::StrCat(prefix, "-", c, "-", i));
           request.mutable_criteria()->set_site_id(site);
           grpc::ClientContext context;
-          context.AddMetadata("authorization", "Bearer " + token_);
+          context.AddMetadata("authorization", bearer);
           context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
           v1::ReserveResponse response;
           const auto t0 = Clock::now();
@@ -244,6 +303,13 @@ class Bench {
     return double_holds + double_device + double_service + held_and_bound;
   }
 
+  static void CeilingRow(int clients, double ceiling, const Outcomes& o) {
+    const double rate = o.latency_ms.size() / o.seconds;
+    std::printf("   ceiling (one-row INSERT, %d clients): %.0f tx/s; Reserve/ceiling ratio %.3f\n",
+                clients, ceiling, rate / ceiling);
+    std::fflush(stdout);
+  }
+
   static void Header() {
     std::printf("%-26s %7s %8s %7s %9s %8s %8s %8s %6s %6s %9s %7s %6s\n", "scenario", "clients",
                 "machines", "calls", "calls/s", "p50 ms", "p95 ms", "p99 ms", "held", "replay",
@@ -280,6 +346,70 @@ int Main() {
   const std::string scenarios = absl::GetFlag(FLAGS_scenarios);
   auto wanted = [&](const std::string& name) { return scenarios.find(name) != std::string::npos; };
 
+  // The shared database.
+  if (wanted("shared")) {
+    // Statistics from one ANALYZE after the largest site, before the others exist: every later
+    // site is unknown to them (the situation right after a customer's first bulk import).
+    const Bench::Org big_org = bench.NewOrg("big");
+    const Bench::Org other_org = bench.NewOrg("other");
+    const std::string s100k = bench.NewSite("shared-100k", 100000, /*analyze=*/true, big_org.id);
+    const std::string s20k = bench.NewSite("shared-20k", 20000, false, other_org.id);
+    const std::string s1k = bench.NewSite("shared-1k", 1000, false, big_org.id);
+    const std::string s10k = bench.NewSite("shared-10k", 10000, false);
+    const std::string s10 = bench.NewSite("shared-10", 10, false);
+    bench.NewSite("shared-5k-other", 5000, false, other_org.id);
+    std::printf("\n== shared database: 3 organizations, sites of 100,000 / 20,000 / 10,000 / "
+                "5,000 / 1,000 / 10 machines, statistics from one ANALYZE after the first ==\n");
+    std::printf("-- Reserve at 1 client, %d calls per site (after 20 warm-up calls)\n",
+                absl::GetFlag(FLAGS_size_calls));
+    Bench::Header();
+    const int calls = absl::GetFlag(FLAGS_size_calls);
+    double p50_1k = 0, p50_100k = 0;
+    struct Sized {
+      const char* name;
+      std::string site;
+      int machines;
+      std::string token;
+    };
+    for (const Sized& sized : {Sized{"1,000 site", s1k, 1000, big_org.token},
+                               Sized{"20,000 site", s20k, 20000, other_org.token},
+                               Sized{"100,000 site", s100k, 100000, big_org.token}}) {
+      bench.Run(sized.site, 1, 0, 20, absl::StrCat("warm-", sized.machines), sized.token);
+      Outcomes o = bench.Run(sized.site, 1, 0, calls, absl::StrCat("size-", sized.machines),
+                             sized.token);
+      Bench::Row(sized.name, 1, sized.machines, o);
+      if (sized.machines == 1000) p50_1k = Percentile(o.latency_ms, 0.5);
+      if (sized.machines == 100000) p50_100k = Percentile(o.latency_ms, 0.5);
+    }
+    std::printf("p50 100,000-machine site / 1,000-machine site: %.2fx (goal <= 1.5x)\n",
+                p50_100k / p50_1k);
+    violations += bench.Audit();
+
+    std::printf("\n-- throughput on the 10,000-machine site, %d s per run\n",
+                absl::GetFlag(FLAGS_seconds));
+    Bench::Header();
+    for (int clients : {1, 8, 32}) {
+      const double ceiling = bench.InsertCeiling(clients, absl::GetFlag(FLAGS_seconds));
+      Outcomes o = bench.Run(s10k, clients, absl::GetFlag(FLAGS_seconds), 0,
+                             absl::StrCat("shared-tp", clients));
+      Bench::Row("shared 10k throughput", clients, 10000, o);
+      Bench::CeilingRow(clients, ceiling, o);
+      violations += bench.Audit();
+      bench.CancelHolds(s10k);
+    }
+
+    std::printf("\n-- 256 clients, one Reserve each, 10 machines\n");
+    Bench::Header();
+    const auto t0 = Clock::now();
+    Outcomes contention = bench.Run(s10, 256, 0, 1, "shared-c256");
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    Bench::Row("shared 256 on 10", 256, 10, contention);
+    std::printf("decisions/s: %.0f (goal >= 1,000), holds %d (goal 10), server errors %d (goal 0)\n",
+                contention.latency_ms.size() / elapsed, contention.held, contention.other);
+    violations += bench.Audit();
+    if (contention.held != 10 || contention.other != 0) ++violations;
+  }
+
   // 1. Throughput.
   const int machines = absl::GetFlag(FLAGS_machines);
   if (wanted("throughput")) {
@@ -288,9 +418,11 @@ int Main() {
                 absl::GetFlag(FLAGS_seconds), machines);
     Bench::Header();
     for (int clients : {1, 8, 32, 64}) {
+      const double ceiling = bench.InsertCeiling(clients, absl::GetFlag(FLAGS_seconds));
       Outcomes o =
           bench.Run(site, clients, absl::GetFlag(FLAGS_seconds), 0, absl::StrCat("tp", clients));
       Bench::Row(absl::StrCat("throughput"), clients, machines, o);
+      Bench::CeilingRow(clients, ceiling, o);
       violations += bench.Audit();
       bench.CancelHolds(site);
     }

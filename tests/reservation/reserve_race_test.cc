@@ -2,6 +2,11 @@
 // code path) on its own pooled connection, released together by a barrier; the partial unique
 // index decides, and every loser hears a correct rejection.
 #include <atomic>
+#include <chrono>
+#include <memory>
+#include <pqxx/pqxx>
+#include <thread>
+#include <vector>
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -187,34 +192,83 @@ TEST_CASE("a hundred orders on ten machines: ten holds, ninety rejections, no se
   CHECK(Holds(env) == 10);
 }
 
-TEST_CASE(
-    "after a lost insert race inside a savepoint the same transaction succeeds with the "
-    "next candidate") {
-  ReservationEnv env(4);
-  const std::string a = env.Device();
-  const std::string b = env.Device();
-  // Another order's hold commits on the locked candidate between the re-check and the insert,
-  // written on a separate connection without the device lock (as a careless future code path
-  // might): only the index can stop the second hold.
-  std::string raced;
-  env.logic.SetBeforeInsertHookForTest([&](const std::string& device_id) {
-    if (!raced.empty()) return;
-    raced = device_id;
-    env.db.Exec(absl::StrCat(
+// A rival order's hold written on its own connection without taking the device's row lock (as
+// a careless future code path might) and left uncommitted: Reserve's snapshot does not see it,
+// so Reserve locks the device and inserts, and the arbiter index makes that insert wait for the
+// rival. The test commits the rival only once Reserve is seen waiting on it, so the race is real
+// and lost every time: only the index can stop the second hold.
+class Rival {
+ public:
+  Rival(const ReservationEnv& env, const std::string& key, const std::string& device_id)
+      : conn_(env.db.Connect()), tx_(std::make_unique<pqxx::work>(*conn_)) {
+    tx_->exec(absl::StrCat(
         "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
         "selection_reason, expires_at) VALUES ('",
-        env.org, "', 'rival', '", device_id, "', '", env.site,
+        env.org, "', '", key, "', '", device_id, "', '", env.site,
         "', '{}', now() + interval '15 minutes')"));
+    // pg_locks shows a transaction id as 32-bit xid.
+    xid_ = tx_->exec1("SELECT (pg_current_xact_id()::text::bigint % 4294967296)::text")[0]
+               .as<std::string>();
+  }
+  // True once another backend waits for this transaction to end.
+  bool SomeoneWaits(const ReservationEnv& env) const {
+    return env.db.Count(absl::StrCat("SELECT count(*) FROM pg_locks WHERE locktype = "
+                                     "'transactionid' AND NOT granted AND transactionid::text = '",
+                                     xid_, "'")) > 0;
+  }
+  void Commit() {
+    tx_->commit();
+    committed_ = true;
+  }
+  bool committed() const { return committed_; }
+
+ private:
+  std::unique_ptr<pqxx::connection> conn_;
+  std::unique_ptr<pqxx::work> tx_;
+  std::string xid_;
+  bool committed_ = false;
+};
+
+// Runs Reserve on a thread and commits each rival as soon as Reserve waits on it.
+CallResult ReserveAgainstRivals(ReservationEnv& env, const std::string& key,
+                                std::vector<std::unique_ptr<Rival>>& rivals) {
+  CallResult result;
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    result.status = env.logic.Reserve(env.commerce, ReserveRequest(key, env.site), &result.response);
+    done = true;
   });
-  v1::ReserveResponse response;
-  absl::Status status =
-      env.logic.Reserve(env.commerce, ReserveRequest("mine", env.site), &response);
-  REQUIRE(status.ok());
-  REQUIRE_FALSE(raced.empty());
-  CHECK(response.attempts() == 1);
-  CHECK(response.candidates_examined() == 2);
-  CHECK(response.reservation().device_id() != raced);
-  CHECK((response.reservation().device_id() == a || response.reservation().device_id() == b));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    for (auto& rival : rivals) {
+      if (!rival->committed() && rival->SomeoneWaits(env)) rival->Commit();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  caller.join();
+  return result;
+}
+
+TEST_CASE("after a lost insert race the same call goes on and holds the next candidate") {
+  ReservationEnv env(4);
+  const std::string first = env.Device();
+  const std::string second = env.Device();
+  const std::string lower = first < second ? first : second;
+  const std::string higher = first < second ? second : first;
+  // The walk starts before both devices, so it reaches the rival's device first.
+  env.logic.SetWalkStartForTest("00000000-0000-0000-0000-000000000000");
+  std::vector<std::unique_ptr<Rival>> rivals;
+  rivals.push_back(std::make_unique<Rival>(env, "rival", lower));
+
+  CallResult r = ReserveAgainstRivals(env, "mine", rivals);
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  CHECK(rivals[0]->committed());
+  CHECK(r.response.attempts() == 1);
+  CHECK(r.response.candidates_examined() == 2);
+  CHECK(r.response.reservation().device_id() == higher);
+  CHECK(env.db.Scalar(absl::StrCat("SELECT selection_reason->>'lost_races' FROM reservations "
+                                   "WHERE idempotency_key = 'mine'")) == "1");
   CHECK(Holds(env) == 2);
   CHECK(env.db.Count("SELECT count(DISTINCT device_id) FROM reservations WHERE state = 'held'") ==
         2);
@@ -224,22 +278,34 @@ TEST_CASE("more lost races than the attempt limit end in CONTENDED, not in a hol
   ReservationOptions options;
   options.max_attempts = 2;
   ReservationEnv env(4, options);
-  for (int i = 0; i < 4; ++i) env.Device();
-  int rivals = 0;
-  env.logic.SetBeforeInsertHookForTest([&](const std::string& device_id) {
-    env.db.Exec(absl::StrCat(
-        "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
-        "selection_reason, expires_at) VALUES ('",
-        env.org, "', 'rival-", ++rivals, "', '", device_id, "', '", env.site,
-        "', '{}', now() + interval '15 minutes')"));
-  });
-  v1::ReserveResponse response;
-  absl::Status status =
-      env.logic.Reserve(env.commerce, ReserveRequest("mine", env.site), &response);
-  INFO(status.ToString());
-  CHECK(IsContended(status));
-  CHECK(rivals == 2);
+  std::vector<std::unique_ptr<Rival>> rivals;
+  for (int i = 0; i < 4; ++i) {
+    rivals.push_back(std::make_unique<Rival>(env, absl::StrCat("rival-", i), env.Device()));
+  }
+  CallResult r = ReserveAgainstRivals(env, "mine", rivals);
+  INFO(r.status.ToString());
+  CHECK(IsContended(r.status));
+  int committed = 0;
+  for (const auto& rival : rivals) committed += rival->committed() ? 1 : 0;
+  CHECK(committed == 2);
   CHECK(env.db.Count("SELECT count(*) FROM reservations WHERE idempotency_key = 'mine'") == 0);
+}
+
+TEST_CASE("a same-key hold committed by a path without the key lock is answered as a replay") {
+  ReservationEnv env(4);
+  const std::string rivals_device = env.Device();
+  env.Device();
+  // The rival writes the order's own key (on one device) and commits while Reserve, which did
+  // not see it, waits on the key's unique index with its own insert on the other device.
+  std::vector<std::unique_ptr<Rival>> rivals;
+  rivals.push_back(std::make_unique<Rival>(env, "mine", rivals_device));
+  CallResult r = ReserveAgainstRivals(env, "mine", rivals);
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  CHECK(rivals[0]->committed());
+  CHECK(r.response.replay());
+  CHECK(r.response.reservation().device_id() == rivals_device);
+  CHECK(env.db.Count("SELECT count(*) FROM reservations WHERE idempotency_key = 'mine'") == 1);
 }
 
 }  // namespace

@@ -1,0 +1,228 @@
+// dcl_reserve (schema/migrations/0020_reserve_function.sql) against a real PostgreSQL: its SQL
+// narrowing holds exactly the devices Classify() calls eligible, for every combination of facts
+// (the eligibility rule has two implementations; this test ties them), and the walk's statement,
+// read from the installed function, plans as an ordered walk of devices_site_id_order_idx with
+// statistics that are stale or skewed.
+#include <catch2/catch.hpp>
+#include <pqxx/pqxx>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "services/reservation/eligibility.h"
+#include "services/reservation/reservation_store.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/test_db.h"
+
+namespace dcl::reservation {
+namespace {
+
+using testing::TestDatabase;
+
+constexpr char kWalkFromTheStart[] = "00000000-0000-0000-0000-000000000000";
+
+// Every process state the schema allows, read from its CHECK constraint, so a state added
+// later is covered without editing this test.
+std::vector<std::string> ProcessStates(const TestDatabase& db) {
+  const std::string check = db.Scalar(
+      "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+      "WHERE conname = 'devices_process_state_valid'");
+  std::vector<std::string> states;
+  const std::regex literal("'([^']*)'::text");
+  for (auto it = std::sregex_iterator(check.begin(), check.end(), literal);
+       it != std::sregex_iterator(); ++it) {
+    states.push_back((*it)[1].str());
+  }
+  return states;
+}
+
+// One axis of a text criterion: what the request asks and what the device is.
+struct Match {
+  std::string asked;
+  std::string actual;
+};
+const Match kMatches[] = {{"", "X1"}, {"X1", "X1"}, {"X1", "X2"}};
+
+TEST_CASE(
+    "dcl_reserve holds a device exactly when Classify calls it eligible, for every "
+    "combination of facts") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::vector<std::string> states = ProcessStates(db);
+  REQUIRE(states.size() >= 4);
+  auto conn = db.Connect();
+  // Set-up on the same connection as the calls (one connection per statement is slow).
+  auto scalar = [&](const std::string& sql) {
+    pqxx::nontransaction tx(*conn);
+    return tx.exec1(sql)[0].as<std::string>();
+  };
+  auto site_named = [&](const std::string& name) {
+    return scalar(absl::StrCat("INSERT INTO sites (org_id, name) VALUES ('", org, "', '", name,
+                               "') RETURNING id"));
+  };
+
+  int combinations = 0, eligible = 0;
+  for (bool same_site : {true, false}) {
+    for (const Match& vendor : kMatches) {
+      for (const Match& model : kMatches) {
+        for (const Match& profile : kMatches) {
+          for (const std::string& state : states) {
+            for (bool bound : {false, true}) {
+              for (bool held : {false, true}) {
+                for (bool decommissioned : {false, true}) {
+                  const int n = ++combinations;
+                  // A site of its own per combination: the device is the only one the walk can see
+                  // (or, for a wrong site, the asked site is empty and the device stands next
+                  // door).
+                  const std::string asked_site = site_named(absl::StrCat("s", n));
+                  const std::string device_site =
+                      same_site ? asked_site : site_named(absl::StrCat("o", n));
+                  const std::string device = scalar(absl::StrCat(
+                      "INSERT INTO devices (org_id, site_id, vendor, model, hardware_profile, "
+                      "process_state, height_units, depth_class) VALUES ('",
+                      org, "', '", device_site, "', '", vendor.actual, "', '", model.actual, "', '",
+                      profile.actual, "', '", state, "', 1, 'full') RETURNING id"));
+                  if (decommissioned) {
+                    scalar(
+                        absl::StrCat("UPDATE devices SET decommissioned_at = now(), "
+                                     "decommissioned_by = 'test' WHERE id = '",
+                                     device, "' RETURNING id"));
+                  }
+                  if (bound) {
+                    const std::string service = scalar(
+                        absl::StrCat("INSERT INTO services (org_id, kind, customer) VALUES ('", org,
+                                     "', 'dedicated', 'c1') RETURNING id"));
+                    scalar(absl::StrCat(
+                        "INSERT INTO service_bindings (org_id, service_id, device_id) VALUES ('",
+                        org, "', '", service, "', '", device, "') RETURNING id"));
+                  }
+                  if (held) {
+                    scalar(absl::StrCat(
+                        "INSERT INTO reservations (org_id, idempotency_key, device_id, "
+                        "criteria_site_id, selection_reason, expires_at) VALUES ('",
+                        org, "', 'other-", n, "', '", device, "', '", device_site,
+                        "', '{}', now() + interval '15 minutes') RETURNING id"));
+                  }
+
+                  const Criteria criteria{asked_site, vendor.asked, model.asked, profile.asked};
+                  DeviceFacts facts;
+                  facts.id = device;
+                  facts.site_id = device_site;
+                  facts.vendor = vendor.actual;
+                  facts.model = model.actual;
+                  facts.hardware_profile = profile.actual;
+                  facts.process_state = state;
+                  facts.bound = bound;
+                  facts.held = held;
+                  facts.decommissioned = decommissioned;
+                  const bool classify_eligible = Classify(criteria, facts) == Exclusion::kEligible;
+
+                  const ReserveOutcome outcome = [&] {
+                    pqxx::nontransaction tx(*conn);
+                    return ReservationStore::ReserveInDatabase(tx, org, absl::StrCat("order-", n),
+                                                               criteria, kWalkFromTheStart, 900,
+                                                               "test", WalkLimits{});
+                  }();
+                  INFO("combination "
+                       << n << ": same_site=" << same_site << " vendor=" << vendor.asked << "/"
+                       << vendor.actual << " model=" << model.asked << "/" << model.actual
+                       << " profile=" << profile.asked << "/" << profile.actual
+                       << " state=" << state << " bound=" << bound << " held=" << held
+                       << " decommissioned=" << decommissioned
+                       << " classify=" << ExclusionName(Classify(criteria, facts)));
+                  const bool function_held = outcome.kind == ReserveOutcome::Kind::kHeld;
+                  CHECK(function_held == classify_eligible);
+                  if (function_held) {
+                    ++eligible;
+                    REQUIRE(outcome.reservation.has_value());
+                    CHECK(outcome.reservation->proto.device_id() == device);
+                    // The frozen reason carries the facts as read under the lock.
+                    CHECK(scalar(absl::StrCat(
+                              "SELECT selection_reason->'device'->>'process_state' || '/' || "
+                              "(selection_reason->'device'->>'vendor') || '/' || "
+                              "(selection_reason->>'eligibility') FROM reservations WHERE id = '",
+                              outcome.reservation->proto.id(), "'")) ==
+                          absl::StrCat(state, "/", vendor.actual, "/eligible"));
+                  } else {
+                    CHECK(outcome.kind == ReserveOutcome::Kind::kNoCandidate);
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Criteria: 3 ways each of 3 texts; both kinds of site; every state; bound; held;
+  // decommissioned.
+  CHECK(combinations == 2 * 27 * static_cast<int>(states.size()) * 8);
+  // Eligible: same site, each text asked-and-equal or not asked (2^3), normal, free, in service.
+  CHECK(eligible == 8);
+}
+
+// The walk's statements as installed, parameters in place of the function's variables.
+std::vector<std::string> WalkStatements(const TestDatabase& db) {
+  const std::string source = db.Scalar("SELECT prosrc FROM pg_proc WHERE proname = 'dcl_reserve'");
+  std::vector<std::string> statements;
+  const std::regex walk(R"(SELECT d\.id FROM devices d WHERE d\.site_id = p_site[^)]*LIMIT 16)");
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), walk);
+       it != std::sregex_iterator(); ++it) {
+    std::string sql = std::regex_replace((*it)[0].str(), std::regex(R"(\s+)"), " ");
+    sql = absl::StrReplaceAll(sql,
+                              {{"p_site", "$1::uuid"}, {"v_lo", "$2::uuid"}, {"v_hi", "$3::uuid"}});
+    statements.push_back(sql);
+  }
+  return statements;
+}
+
+TEST_CASE("the walk's statement is an ordered walk of (site_id, id) whatever the statistics say") {
+  TestDatabase db;
+  const std::string big_org = testing::CreateOrg(db, "big");
+  const std::string big_site = testing::CreateSite(db, big_org, "B1");
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string new_site = testing::CreateSite(db, org, "N1");
+  auto seed = [&](const std::string& o, const std::string& s, int n) {
+    db.Exec(absl::StrCat(
+        "INSERT INTO devices (org_id, site_id, vendor, model, height_units, "
+        "depth_class) SELECT '",
+        o, "', '", s, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ", n, ")"));
+  };
+  // Skewed and stale: the statistics know one site only; the new site arrives after ANALYZE.
+  seed(big_org, big_site, 20000);
+  db.Exec("ANALYZE devices");
+  seed(org, new_site, 3000);
+
+  const std::vector<std::string> statements = WalkStatements(db);
+  REQUIRE(statements.size() == 2);
+  auto conn = db.Connect();
+  for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
+    for (const std::string& site : {new_site, big_site}) {
+      for (const std::string& statement : statements) {
+        pqxx::work tx(*conn);
+        tx.exec(absl::StrCat("SET LOCAL plan_cache_mode = ", mode));
+        tx.exec("DEALLOCATE ALL");  // prepared statements outlive a rolled-back transaction
+        tx.exec(absl::StrCat("PREPARE walk(uuid, uuid, uuid) AS ", statement));
+        std::string plan;
+        for (const auto& row : tx.exec(absl::StrCat(
+                 "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE walk('", site,
+                 "', '80000000-0000-0000-0000-000000000000', "
+                 "'ffffffff-ffff-ffff-ffff-ffffffffffff')"))) {
+          plan += row[0].as<std::string>() + "\n";
+        }
+        INFO(mode << " " << statement << "\n" << plan);
+        CHECK(plan.find("Scan using devices_site_id_order_idx") != std::string::npos);
+        CHECK(plan.find("Sort") == std::string::npos);
+        CHECK(plan.find("Bitmap") == std::string::npos);
+        // The index node stops after the 16 rows the LIMIT asks for.
+        CHECK(std::regex_search(plan, std::regex(R"(devices_site_id_order_idx[^\n]*rows=16 )")));
+        tx.abort();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dcl::reservation
