@@ -90,13 +90,16 @@ int OrgCreate(DbPool& pool) {
 }  // namespace
 
 int RunDatabaseCommand(const std::string& noun, const std::string& verb) {
-  DbOptions options;
-  options.url = FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
-  options.pool_size = 1;
-  if (options.url.empty()) {
-    std::fprintf(stderr, "dclctl: set --database_url or DCL_DATABASE_URL\n");
+  // None given, or one libpq cannot parse, is a configuration error (exit 2), not a database
+  // to retry.
+  absl::StatusOr<std::string> url = DatabaseUrlFromFlags();
+  if (!url.ok()) {
+    std::fprintf(stderr, "dclctl: %s\n", std::string(url.status().message()).c_str());
     return kExitUsage;
   }
+  DbOptions options;
+  options.url = *url;
+  options.pool_size = 1;
   DbPool pool(options);
   if (noun == "token" && verb == "create") return TokenCreate(pool);
   if (noun == "token" && verb == "revoke") return TokenRevoke(pool);

@@ -494,9 +494,8 @@ absl::Status InventoryLogic::SetDeviceState(const Principal& p,
     std::optional<DeviceRecord> current = FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
     if (!current) return NotFound("device", req.device_id());
     if (current->proto.decommissioned()) return Decommissioned(req.device_id());
-    const std::string& state = current->fields.process_state;
-    if (state != "normal" && state != "staging") return WorkflowOwnsState(req.device_id(), state);
-    // An open move froze the state it will restore when it ends; a change now would be undone.
+    // An open move froze the state it will restore when it ends (and holds the device
+    // 'moving' meanwhile); a change now would be undone. Named first: the move is the reason.
     const DeviceUse use = ReadDeviceUse(tx, req.device_id());
     if (!use.open_move.empty()) {
       return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
@@ -505,6 +504,8 @@ absl::Status InventoryLogic::SetDeviceState(const Principal& p,
           .Meta("device_id", req.device_id())
           .Meta("move_id", use.open_move);
     }
+    const std::string& state = current->fields.process_state;
+    if (state != "normal" && state != "staging") return WorkflowOwnsState(req.device_id(), state);
     if (state == target) {
       *out = current->proto;  // already there: nothing to write, same answer
     } else {

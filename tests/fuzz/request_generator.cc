@@ -146,8 +146,10 @@ std::string IdKind(const std::string& field_name) {
   return underscore == std::string::npos ? stem : stem.substr(underscore + 1);
 }
 
+// A field naming an object. A client request id names none: it is the caller's own token for
+// a retry, compared only with the caller's earlier ids, so it is fuzzed as text.
 bool IsIdField(const FieldDescriptor* field) {
-  return field->type() == FieldDescriptor::TYPE_STRING &&
+  return field->type() == FieldDescriptor::TYPE_STRING && field->name() != "request_id" &&
          (field->name() == "id" || absl::EndsWith(field->name(), "_id"));
 }
 
