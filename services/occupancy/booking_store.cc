@@ -186,10 +186,15 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
         spec.device_id, principal.org_id);
     if (d.empty()) return NotFound("device", spec.device_id);
     if (d[0][2].as<bool>()) {
-      // Enforced here, not in the schema: a retired machine takes no space.
-      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_DECOMMISSIONED,
-                   absl::StrCat("device ", spec.device_id, " is decommissioned"))
-          .Meta("device_id", spec.device_id);
+      // Enforced here, not in the schema: a retired machine takes no space. A refusal of this
+      // booking (PlanBooking answers it inside the plan), not bad input.
+      Prepared refused;
+      refused.rack = *std::move(rack);
+      refused.plan = Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_DECOMMISSIONED,
+                           absl::StrCat("device ", spec.device_id, " is decommissioned"))
+                         .Meta("device_id", spec.device_id)
+                         .status();
+      return refused;
     }
     request.device_footprint = true;
     request.anchor_unit = spec.first_unit;
