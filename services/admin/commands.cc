@@ -1124,7 +1124,7 @@ int ImportNetbox(Invocation& inv) {
     const std::string where = absl::StrCat(RackWhat(plan, p.rack_netbox_id), " ",
                                            SideName(p.side), " U", p.unit);
     const std::vector<v1::Slot> slots =
-        netbox::ClaimedSlots(p.unit, p.request.height_units(), p.side, p.request.depth_class(),
+        netbox::ClaimedSlots(p.lowest_number, p.request.height_units(), p.side, p.request.depth_class(),
                              rack_has_rear[p.rack_netbox_id]);
     const std::string& device = device_id[p.netbox_id];
     auto rack = elevation.find(p.rack_netbox_id);

@@ -377,7 +377,8 @@ absl::StatusOr<Plan> MakePlan(const Export& in,
     p.rack_netbox_id = rack.id;
     // An open frame has one face in dcl; NetBox may still say rear.
     p.side = d.face == "rear" && !OpenFrame(rack.form_factor) ? v1::SIDE_REAR : v1::SIDE_FRONT;
-    p.unit = static_cast<int>(*d.position);
+    p.lowest_number = static_cast<int>(*d.position);
+    p.unit = rack.desc_units ? p.lowest_number + static_cast<int>(t.u_height) - 1 : p.lowest_number;
     plan.devices.push_back(p);
   }
 
@@ -417,11 +418,11 @@ absl::StatusOr<Plan> MakePlan(const Export& in,
   return plan;
 }
 
-std::vector<v1::Slot> ClaimedSlots(int unit, int height, v1::Side side, v1::DepthClass depth,
+std::vector<v1::Slot> ClaimedSlots(int lowest_number, int height, v1::Side side, v1::DepthClass depth,
                                    bool has_rear) {
   std::vector<v1::Slot> out;
   const bool both = has_rear && depth != v1::DEPTH_HALF;
-  for (int u = unit; u < unit + height; ++u) {
+  for (int u = lowest_number; u < lowest_number + height; ++u) {
     for (v1::Side s : {v1::SIDE_FRONT, v1::SIDE_REAR}) {
       if (s != side && !both) continue;
       if (s == v1::SIDE_REAR && !has_rear) continue;
@@ -441,7 +442,7 @@ std::map<int64_t, std::vector<v1::Slot>> OverlappingPlacements(const Plan& plan)
   std::map<int64_t, std::vector<v1::Slot>> out;
   for (const DevicePlan& d : plan.devices) {
     const std::vector<v1::Slot> slots =
-        ClaimedSlots(d.unit, d.request.height_units(), d.side, d.request.depth_class(),
+        ClaimedSlots(d.lowest_number, d.request.height_units(), d.side, d.request.depth_class(),
                      has_rear[d.rack_netbox_id]);
     std::vector<v1::Slot> colliding;
     for (const v1::Slot& s : slots) {

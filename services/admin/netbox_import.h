@@ -10,7 +10,8 @@
 //  - racks: u_height → unit_count, starting_unit → first_unit, desc_units → numbering;
 //    form_factor (NetBox ≥ 4.1; `type` before) 2-post-frame, 4-post-frame, wall-frame and
 //    wall-frame-vertical are open frames: dcl records them front only (has_rear false).
-//  - devices: the device type's u_height must be a whole number 1..20 (0U and half-U devices
+//  - devices: position → PlaceDevice's unit (the physically lowest unit: in a descending
+//    rack position + height - 1); the device type's u_height must be a whole number 1..20 (0U and half-U devices
 //    take no rack units dcl can book), position a whole unit; children in a chassis
 //    (parent_device) live inside their parent's units; devices without a rack or position
 //    stand nowhere. Those are skipped, each with its reason. is_full_depth → full or half.
@@ -119,7 +120,11 @@ struct DevicePlan {
   // Where NetBox says it stands.
   int64_t rack_netbox_id = 0;
   v1::Side side = v1::SIDE_FRONT;
-  int unit = 0;
+  // NetBox's position is the lowest-numbered unit whatever the numbering (desc_units only
+  // turns the picture); dcl's PlaceDevice unit is the physically lowest unit, which in a
+  // descending rack is the highest number the device takes.
+  int lowest_number = 0;
+  int unit = 0;  // for PlaceDevice
 };
 struct BlockPlan {
   int64_t netbox_id = 0;
@@ -146,9 +151,10 @@ absl::StatusOr<Plan> MakePlan(const Export& in, const std::map<std::string, std:
 // so a re-run of an import, or a retried command with the same --request_id, replays.
 std::string DerivedRequestId(const std::string& key);
 
-// The slots a device of `height` units and `depth` at `unit` on `side` claims in a rack with
+// The slots a device of `height` units and `depth` from unit number `lowest_number` up to
+// lowest_number + height - 1 on `side` claims in a rack with
 // `has_rear` (a full or unknown depth device claims both sides).
-std::vector<v1::Slot> ClaimedSlots(int unit, int height, v1::Side side, v1::DepthClass depth,
+std::vector<v1::Slot> ClaimedSlots(int lowest_number, int height, v1::Side side, v1::DepthClass depth,
                                    bool has_rear);
 
 // Placements NetBox records in units another device of the plan already takes (first come,

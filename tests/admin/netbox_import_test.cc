@@ -90,6 +90,11 @@ TEST_CASE("fixtures: devices with heights, depths, sides and states; the rest sk
   // "planned" and "staged" in NetBox: not ready for sale.
   CHECK(Find(plan, 106)->request.initial_state() == v1::PROCESS_STAGING);
   CHECK(Find(plan, 111)->request.initial_state() == v1::PROCESS_STAGING);
+  // A descending rack: NetBox's position 1 is the chassis' lowest number, the top of its six
+  // units; dcl places it by its physically lowest unit, U6.
+  CHECK(Find(plan, 109)->lowest_number == 1);
+  CHECK(Find(plan, 109)->unit == 6);
+  CHECK(Find(plan, 111)->unit == 10);
   // An open frame has one face: NetBox's rear becomes dcl's front.
   CHECK(Find(plan, 114)->side == v1::SIDE_FRONT);
 
