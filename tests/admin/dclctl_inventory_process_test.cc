@@ -4,7 +4,8 @@
 // the skipped and refused devices with their reasons), a second import that creates nothing,
 // a --dry-run that writes nothing — and the device commands an operator types
 // (register, set-state with a replayed request id, list, show, decommission refused while
-// placed), and rack show naming devices by vendor, model and serial.
+// placed), rack show naming devices by vendor, model and serial, and the progress bar that
+// only a terminal gets.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -206,6 +207,23 @@ TEST_CASE("import netbox --dry-run on an empty organization says what it would d
   Result human = Run(w, {"import", "netbox", "--dir", FixtureDir(), "--dry_run"});
   CHECK(absl::StrContains(human.out, "(dry run: nothing written)"));
   CHECK(absl::StrContains(human.out, "WOULD CREATE"));
+}
+
+TEST_CASE("import netbox on a terminal draws a progress bar before the report") {
+  World w;
+  // script(1) (util-linux, Essential in Debian) gives dclctl a pseudo-terminal as stdout.
+  const std::string command =
+      absl::StrCat(testing::RunfilesBinary("services/admin/dclctl"),
+                   " import netbox --dry-run --dir ", FixtureDir(),
+                   " --target=", w.server.address(), " --token=", w.operator_token);
+  ChildProcess script("/usr/bin/script", {"-qec", command, "/dev/null"}, true);
+  const std::optional<int> exit = script.WaitForExit(std::chrono::seconds(60));
+  INFO(script.Log() << script.Stderr());
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 4);
+  CHECK(absl::StrContains(script.Log(), "\r[####"));
+  CHECK(absl::StrContains(script.Log(), "placement device 101 (fra1-web-01)"));
+  CHECK(absl::StrContains(script.Log(), "(dry run: nothing written)"));
 }
 
 TEST_CASE("import netbox: unreadable input is a usage error (exit 2) and writes nothing") {
