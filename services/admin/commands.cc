@@ -1443,7 +1443,7 @@ std::string HelpText() {
       "3 not found; 4 refused by a rule (FAILED_PRECONDITION, RESOURCE_EXHAUSTED; a plan that\n"
       "would be refused); 5 lost a race, retry now (ABORTED); 6 unavailable or deadline, retry\n"
       "later; 7 not authenticated or not allowed; 130 a watch stopped by Ctrl-C.\n"
-      "\nFlags:\n",
+      "\nFlags (a dash in a name is an underscore: --dry-run is --dry_run):\n",
       FlagsHelp());
   return text;
 }

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     }
   }
   for (std::string& arg : spelled) normalized.push_back(arg.data());
+  normalized.push_back(nullptr);  // argv[argc], as main's own argv
   argv = normalized.data();
   std::string error;
   if (!dcl::admin::CheckFlags(argc, argv, &error)) {
