@@ -243,11 +243,32 @@ bool ParseReservationState(const std::string& text, v1::ReservationState* state)
   return true;
 }
 
+bool ParseProcessState(const std::string& text, v1::ProcessState* state) {
+  int value = 0;
+  if (!ParseEnum(v1::ProcessState_descriptor(), "process_", text, &value)) return false;
+  *state = static_cast<v1::ProcessState>(value);
+  return true;
+}
+
+bool ParseDepthClass(const std::string& text, v1::DepthClass* depth) {
+  int value = 0;
+  if (!ParseEnum(v1::DepthClass_descriptor(), "depth_", text, &value)) return false;
+  *depth = static_cast<v1::DepthClass>(value);
+  return true;
+}
+
 bool ParseBookingKind(const std::string& text, v1::BookingKind* kind) {
   int value = 0;
   if (!ParseEnum(v1::BookingKind_descriptor(), "booking_", text, &value)) return false;
   *kind = static_cast<v1::BookingKind>(value);
   return true;
+}
+
+std::string ProcessStateName(v1::ProcessState state) {
+  return EnumWord(v1::ProcessState_descriptor(), "process_", state);
+}
+std::string DepthClassName(v1::DepthClass depth) {
+  return EnumWord(v1::DepthClass_descriptor(), "depth_", depth);
 }
 
 std::string MoveStateName(v1::MoveState state) {
@@ -393,6 +414,89 @@ std::vector<std::string> ReservationsTable(const v1::ListReservationsResponse& l
                                      : "expires " + TimestampText(r.expires_at())});
   }
   return FormatTable({"RESERVATION", "KEY", "STATE", "DEVICE", "WHEN"}, rows);
+}
+
+std::string DeviceLabel(const v1::Device& d) {
+  std::vector<std::string> parts;
+  for (const std::string* p : {&d.vendor(), &d.model(), &d.serial()}) {
+    if (!p->empty()) parts.push_back(*p);
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+std::vector<std::string> SiteText(const v1::Site& site) {
+  return KeyValues({{"site", site.id()}, {"name", site.name()},
+                    {"created", TimestampText(site.created_at())}});
+}
+
+std::vector<std::string> SitesTable(const v1::ListSitesResponse& list) {
+  if (list.sites().empty()) return {"no sites"};
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Site& s : list.sites()) rows.push_back({s.id(), s.name()});
+  return FormatTable({"SITE", "NAME"}, rows);
+}
+
+namespace {
+std::string GeometryText(const v1::RackGeometry& g) {
+  return absl::StrCat(g.unit_count(), " units from U", g.first_unit(), ", ",
+                      g.numbering() == v1::NUMBERING_DESCENDING ? "descending" : "ascending",
+                      g.has_rear() ? ", front and rear" : ", front only (open frame)");
+}
+std::string Budget(int value, const char* unit) {
+  return value == 0 ? "none known" : absl::StrCat(value, " ", unit);
+}
+std::string OptionalFigure(bool has, int value, const char* unit) {
+  return has ? absl::StrCat(value, " ", unit) : "unknown";
+}
+}  // namespace
+
+std::vector<std::string> RackRecordText(const v1::RackRecord& r) {
+  return KeyValues({{"rack", r.id()},
+                    {"name", r.name()},
+                    {"site", r.site_id()},
+                    {"geometry", GeometryText(r.geometry())},
+                    {"power budget", Budget(r.power_budget_watts(), "W")},
+                    {"weight budget", Budget(r.weight_budget_kg(), "kg")},
+                    {"created", TimestampText(r.created_at())}});
+}
+
+std::vector<std::string> RacksTable(const v1::ListRacksResponse& list) {
+  if (list.racks().empty()) return {"no racks"};
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::RackRecord& r : list.racks()) {
+    rows.push_back({r.id(), r.name(), ShortId(r.site_id()), GeometryText(r.geometry())});
+  }
+  return FormatTable({"RACK", "NAME", "SITE", "GEOMETRY"}, rows);
+}
+
+std::vector<std::string> DeviceText(const v1::Device& d) {
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"device", d.id()},
+      {"site", d.site_id()},
+      {"vendor", Or(d.vendor())},
+      {"model", Or(d.model())},
+      {"hardware profile", Or(d.hardware_profile())},
+      {"serial", Or(d.serial())},
+      {"height", absl::StrCat(d.height_units(), "U")},
+      {"depth", DepthClassName(d.depth_class())},
+      {"state", d.decommissioned() ? "decommissioned" : ProcessStateName(d.process_state())},
+      {"power draw", OptionalFigure(d.has_power_draw_watts(), d.power_draw_watts(), "W")},
+      {"weight", OptionalFigure(d.has_weight_kg(), d.weight_kg(), "kg")},
+      {"created", TimestampText(d.created_at())},
+  };
+  if (d.decommissioned()) rows.push_back({"decommissioned", TimestampText(d.decommissioned_at())});
+  return KeyValues(rows);
+}
+
+std::vector<std::string> DevicesTable(const v1::ListDevicesResponse& list) {
+  if (list.devices().empty()) return {"no devices"};
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Device& d : list.devices()) {
+    rows.push_back({d.id(), Or(d.vendor()), Or(d.model()), Or(d.serial()),
+                    absl::StrCat(d.height_units(), "U"), DepthClassName(d.depth_class()),
+                    d.decommissioned() ? "decommissioned" : ProcessStateName(d.process_state())});
+  }
+  return FormatTable({"DEVICE", "VENDOR", "MODEL", "SERIAL", "HEIGHT", "DEPTH", "STATE"}, rows);
 }
 
 }  // namespace dcl::admin

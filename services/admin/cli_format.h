@@ -14,6 +14,7 @@
 #include <grpcpp/support/status.h>
 
 #include "dcl/v1/common.pb.h"
+#include "dcl/v1/inventory.pb.h"
 #include "dcl/v1/moves.pb.h"
 #include "dcl/v1/occupancy.pb.h"
 #include "dcl/v1/reservation.pb.h"
@@ -53,11 +54,18 @@ bool ParseMoveState(const std::string& text, v1::MoveState* state);       // dra
 bool ParseObservation(const std::string& text, v1::Observation* observation);
 bool ParseReservationState(const std::string& text, v1::ReservationState* state);
 bool ParseBookingKind(const std::string& text, v1::BookingKind* kind);    // placement … move_hold
+bool ParseProcessState(const std::string& text, v1::ProcessState* state);  // normal, staging …
+bool ParseDepthClass(const std::string& text, v1::DepthClass* depth);      // full, half, unknown
 
 // "in_progress", "held", "front": an enum value as an operator types it.
 std::string MoveStateName(v1::MoveState state);
 std::string ReservationStateName(v1::ReservationState state);
 std::string SideName(v1::Side side);
+std::string ProcessStateName(v1::ProcessState state);
+std::string DepthClassName(v1::DepthClass depth);
+
+// "Dell R650 DL-0001": how a device is named on a rack's elevation (vendor, model, serial).
+std::string DeviceLabel(const v1::Device& device);
 
 // "2026-11-30 22:31:05Z" (UTC); "-" when unset.
 std::string TimestampText(const google::protobuf::Timestamp& ts);
@@ -71,6 +79,12 @@ std::vector<std::string> MovesTable(const v1::ListMovesResponse& moves);
 std::string MoveEventLine(const v1::MoveEvent& event);
 std::vector<std::string> ReservationText(const v1::Reservation& reservation);
 std::vector<std::string> ReservationsTable(const v1::ListReservationsResponse& reservations);
+std::vector<std::string> SiteText(const v1::Site& site);
+std::vector<std::string> SitesTable(const v1::ListSitesResponse& sites);
+std::vector<std::string> RackRecordText(const v1::RackRecord& rack);
+std::vector<std::string> RacksTable(const v1::ListRacksResponse& racks);
+std::vector<std::string> DeviceText(const v1::Device& device);
+std::vector<std::string> DevicesTable(const v1::ListDevicesResponse& devices);
 
 }  // namespace dcl::admin
 

@@ -1,6 +1,7 @@
 #include "services/admin/commands.h"
 
 #include <fcntl.h>
+#include <openssl/rand.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,19 +11,26 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
+#include <google/protobuf/struct.pb.h>
 #include <grpcpp/grpcpp.h>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dcl/v1/inventory.grpc.pb.h"
 #include "dcl/v1/moves.grpc.pb.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "dcl/v1/reservation.grpc.pb.h"
@@ -30,7 +38,9 @@
 #include "services/admin/cli_format.h"
 #include "services/admin/db_commands.h"
 #include "services/admin/grpc_client.h"
+#include "services/admin/netbox_import.h"
 #include "services/admin/rack_elevation.h"
+#include "services/admin/text_table.h"
 
 // Where the calls go (grpc_client.h has the order of precedence).
 ABSL_FLAG(std::string, target, "",
@@ -73,10 +83,36 @@ ABSL_FLAG(std::string, to, "", "move advance: the target state (approved, in_pro
 ABSL_FLAG(std::string, observation, "",
           "move advance from needs_reconcile: found_at_destination or not_moved");
 // Lists.
-ABSL_FLAG(std::string, state, "", "move list, reservation list: only this state");
+ABSL_FLAG(std::string, state, "",
+          "move list, reservation list, device list: only this state; device register "
+          "(default staging), device set-state: normal or staging");
 ABSL_FLAG(std::string, key, "", "reservation show: the order's idempotency key instead of an id");
 ABSL_FLAG(int, limit, 100, "lists: at most this many rows");
 ABSL_FLAG(std::string, page_token, "", "lists: continue after an earlier answer's next_page_token");
+// Inventory.
+ABSL_FLAG(std::string, site, "", "site id (device register, rack create; a filter of lists)");
+// --name (org create, site create, rack create) is defined by db_commands.cc.
+ABSL_DECLARE_FLAG(std::string, name);
+ABSL_FLAG(std::string, vendor, "", "device register; device list: only this vendor");
+ABSL_FLAG(std::string, model, "", "device register; device list: only this model");
+ABSL_FLAG(std::string, profile, "", "device register: hardware profile; device list: only this one");
+ABSL_FLAG(std::string, serial, "", "device register: the serial number (unique per organization)");
+ABSL_FLAG(std::string, height, "", "device register: units high (1..20); rack create: units (1..100)");
+ABSL_FLAG(std::string, depth, "unknown", "device register: full, half or unknown (claims both sides)");
+ABSL_FLAG(std::string, power, "", "device register: power draw in watts (absent: unknown)");
+ABSL_FLAG(std::string, weight, "", "device register: weight in kg (absent: unknown)");
+ABSL_FLAG(std::string, first_unit, "1", "rack create: the number of its first unit");
+ABSL_FLAG(bool, descending, false, "rack create: numbers grow from the top down");
+ABSL_FLAG(bool, front_only, false, "rack create: an open frame, no rear side");
+ABSL_FLAG(bool, all, false, "device list: include decommissioned devices");
+ABSL_FLAG(std::string, request_id, "",
+          "writes: retry-safe request id (any text; the same text replays the first answer); "
+          "default a fresh random one");
+// Import.
+ABSL_FLAG(std::string, dir, "", "import netbox: the directory of the saved NetBox list responses");
+ABSL_FLAG(std::string, site_map, "",
+          "import netbox: NETBOX_SITE=DCL_SITE,… (slug or name → the dcl site name)");
+ABSL_FLAG(bool, dry_run, false, "import netbox: show what would change, write nothing");
 // Health.
 ABSL_FLAG(std::string, service, "", "health check: a service name (default: the whole server)");
 
@@ -184,6 +220,8 @@ int Unary(const Invocation& inv, Service service,
 
 // --- Racks and bookings (OccupancyService) -------------------------------------------------
 
+DeviceLabels LabelsFor(const Invocation& inv, const v1::Rack& rack);
+
 int RackShow(Invocation& inv) {
   auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
   v1::GetRackRequest req;
@@ -192,10 +230,11 @@ int RackShow(Invocation& inv) {
   auto context = MakeContext(inv.client, Service::kOccupancy);
   const grpc::Status status = stub->GetRack(context.get(), req, &rack);
   if (!status.ok()) return ReportFailure(inv, status);
+  const DeviceLabels labels = inv.json ? DeviceLabels{} : LabelsFor(inv, rack);
   const std::string svg_path = absl::GetFlag(FLAGS_svg);
   if (!svg_path.empty()) {
     std::ofstream out(svg_path, std::ios::binary | std::ios::trunc);
-    out << RackElevationSvg(rack);
+    out << RackElevationSvg(rack, labels);
     out.close();
     if (!out) {
       std::fprintf(stderr, "dclctl rack show: cannot write %s\n", svg_path.c_str());
@@ -207,7 +246,7 @@ int RackShow(Invocation& inv) {
   } else if (!svg_path.empty()) {
     std::printf("wrote the elevation of rack %s to %s\n", rack.name().c_str(), svg_path.c_str());
   } else {
-    PrintLines(RackElevationText(rack));
+    PrintLines(RackElevationText(rack, labels));
   }
   return kExitOk;
 }
@@ -574,6 +613,637 @@ int ReservationShow(Invocation& inv) {
       ReservationText);
 }
 
+// --- Inventory (InventoryService, served by the occupancy server) --------------------------
+
+// A request id for a write: `--request_id` as given when it is already a UUID, else derived
+// from its text (so any words an operator chooses replay when typed again); without the flag
+// a fresh random UUID, which only protects gRPC's own retries of this one call.
+std::string WriteRequestId() {
+  const std::string given = absl::GetFlag(FLAGS_request_id);
+  if (!given.empty()) {
+    return given.size() == 36 && given[8] == '-' && given[13] == '-'
+               ? given
+               : netbox::DerivedRequestId("dclctl --request_id " + given);
+  }
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes");
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kHex[bytes[i] >> 4]);
+    out.push_back(kHex[bytes[i] & 0x0f]);
+  }
+  return out;
+}
+
+bool Replayed(const grpc::ClientContext& context) {
+  const auto& headers = context.GetServerInitialMetadata();
+  auto it = headers.find("dcl-replay");
+  return it != headers.end() && std::string(it->second.data(), it->second.size()) == "true";
+}
+
+// One write: like Unary, and says "(replayed)" when the server answered from its request
+// ledger (on stderr under --json, so that stdout stays one JSON document).
+template <typename Response>
+int Write(const Invocation& inv,
+          const std::function<grpc::Status(grpc::ClientContext*, Response*)>& call,
+          const std::function<std::vector<std::string>(const Response&)>& text) {
+  Response response;
+  std::unique_ptr<grpc::ClientContext> context = MakeContext(inv.client, Service::kOccupancy);
+  const grpc::Status status = call(context.get(), &response);
+  if (!status.ok()) return ReportFailure(inv, status);
+  const bool replayed = Replayed(*context);
+  if (inv.json) {
+    std::printf("%s\n", ToJson(response).c_str());
+    if (replayed) std::fprintf(stderr, "(replayed)\n");
+  } else {
+    PrintLines(text(response));
+    if (replayed) std::printf("(replayed)\n");
+  }
+  return kExitOk;
+}
+
+std::unique_ptr<v1::InventoryService::Stub> InventoryStub(const Invocation& inv) {
+  return StubFor<v1::InventoryService>(inv, Service::kOccupancy);
+}
+
+std::optional<int> OptionalInt(const absl::Flag<std::string>& flag, const char* name) {
+  if (absl::GetFlag(flag).empty()) return std::nullopt;
+  return RequiredInt(flag, name);
+}
+
+v1::ProcessState StateFlag(bool required) {
+  const std::string text = absl::GetFlag(FLAGS_state);
+  if (text.empty()) {
+    if (required) throw UsageError("--state is required (normal or staging)");
+    return v1::PROCESS_STATE_UNSPECIFIED;
+  }
+  v1::ProcessState state;
+  if (!ParseProcessState(text, &state)) {
+    throw UsageError("--state: unknown device state \"" + text + "\"");
+  }
+  return state;
+}
+
+int SiteList(Invocation& inv) {
+  auto stub = InventoryStub(inv);
+  v1::ListSitesRequest req;
+  v1::ListSitesResponse all;
+  const grpc::Status status = CollectPages<v1::ListSitesResponse>(
+      inv, Service::kOccupancy, &all,
+      [](v1::ListSitesResponse& to, const v1::ListSitesResponse& from) {
+        to.mutable_sites()->MergeFrom(from.sites());
+      },
+      [](const v1::ListSitesResponse& r) { return r.sites_size(); },
+      [&](grpc::ClientContext* c, const std::string& token, int size, v1::ListSitesResponse* r) {
+        req.set_page_token(token);
+        req.set_page_size(size);
+        return stub->ListSites(c, req, r);
+      });
+  return PrintList<v1::ListSitesResponse>(inv, status, all, SitesTable);
+}
+
+int SiteCreate(Invocation& inv) {
+  v1::CreateSiteRequest req;
+  req.set_name(Required(FLAGS_name, "name"));
+  req.set_request_id(WriteRequestId());
+  auto stub = InventoryStub(inv);
+  return Write<v1::Site>(
+      inv, [&](grpc::ClientContext* c, v1::Site* r) { return stub->CreateSite(c, req, r); },
+      SiteText);
+}
+
+int RackList(Invocation& inv) {
+  auto stub = InventoryStub(inv);
+  v1::ListRacksRequest req;
+  req.set_site_id(absl::GetFlag(FLAGS_site));
+  v1::ListRacksResponse all;
+  const grpc::Status status = CollectPages<v1::ListRacksResponse>(
+      inv, Service::kOccupancy, &all,
+      [](v1::ListRacksResponse& to, const v1::ListRacksResponse& from) {
+        to.mutable_racks()->MergeFrom(from.racks());
+      },
+      [](const v1::ListRacksResponse& r) { return r.racks_size(); },
+      [&](grpc::ClientContext* c, const std::string& token, int size, v1::ListRacksResponse* r) {
+        req.set_page_token(token);
+        req.set_page_size(size);
+        return stub->ListRacks(c, req, r);
+      });
+  return PrintList<v1::ListRacksResponse>(inv, status, all, RacksTable);
+}
+
+int RackCreate(Invocation& inv) {
+  v1::CreateRackRequest req;
+  req.set_site_id(Required(FLAGS_site, "site"));
+  req.set_name(Required(FLAGS_name, "name"));
+  v1::RackGeometry& g = *req.mutable_geometry();
+  g.set_unit_count(RequiredInt(FLAGS_height, "height"));
+  g.set_first_unit(RequiredInt(FLAGS_first_unit, "first_unit"));
+  g.set_numbering(absl::GetFlag(FLAGS_descending) ? v1::NUMBERING_DESCENDING
+                                                  : v1::NUMBERING_ASCENDING);
+  g.set_has_rear(!absl::GetFlag(FLAGS_front_only));
+  if (auto power = OptionalInt(FLAGS_power, "power")) req.set_power_budget_watts(*power);
+  if (auto weight = OptionalInt(FLAGS_weight, "weight")) req.set_weight_budget_kg(*weight);
+  req.set_request_id(WriteRequestId());
+  auto stub = InventoryStub(inv);
+  return Write<v1::RackRecord>(
+      inv,
+      [&](grpc::ClientContext* c, v1::RackRecord* r) { return stub->CreateRack(c, req, r); },
+      RackRecordText);
+}
+
+int DeviceList(Invocation& inv) {
+  auto stub = InventoryStub(inv);
+  v1::ListDevicesRequest req;
+  req.set_site_id(absl::GetFlag(FLAGS_site));
+  req.set_vendor(absl::GetFlag(FLAGS_vendor));
+  req.set_model(absl::GetFlag(FLAGS_model));
+  req.set_hardware_profile(absl::GetFlag(FLAGS_profile));
+  req.set_process_state(StateFlag(false));
+  req.set_include_decommissioned(absl::GetFlag(FLAGS_all));
+  v1::ListDevicesResponse all;
+  const grpc::Status status = CollectPages<v1::ListDevicesResponse>(
+      inv, Service::kOccupancy, &all,
+      [](v1::ListDevicesResponse& to, const v1::ListDevicesResponse& from) {
+        to.mutable_devices()->MergeFrom(from.devices());
+      },
+      [](const v1::ListDevicesResponse& r) { return r.devices_size(); },
+      [&](grpc::ClientContext* c, const std::string& token, int size,
+          v1::ListDevicesResponse* r) {
+        req.set_page_token(token);
+        req.set_page_size(size);
+        return stub->ListDevices(c, req, r);
+      });
+  return PrintList<v1::ListDevicesResponse>(inv, status, all, DevicesTable);
+}
+
+int DeviceShow(Invocation& inv) {
+  v1::GetDeviceRequest req;
+  req.set_device_id(inv.args[0]);
+  auto stub = InventoryStub(inv);
+  return Unary<v1::Device>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::Device* r) { return stub->GetDevice(c, req, r); },
+      DeviceText);
+}
+
+int DeviceRegister(Invocation& inv) {
+  v1::RegisterDeviceRequest req;
+  req.set_site_id(Required(FLAGS_site, "site"));
+  req.set_vendor(Required(FLAGS_vendor, "vendor"));
+  req.set_model(Required(FLAGS_model, "model"));
+  req.set_hardware_profile(absl::GetFlag(FLAGS_profile));
+  req.set_serial(absl::GetFlag(FLAGS_serial));
+  req.set_height_units(RequiredInt(FLAGS_height, "height"));
+  v1::DepthClass depth;
+  const std::string depth_text = absl::GetFlag(FLAGS_depth);
+  if (!ParseDepthClass(depth_text, &depth)) {
+    throw UsageError("--depth must be full, half or unknown, not \"" + depth_text + "\"");
+  }
+  req.set_depth_class(depth);
+  if (auto power = OptionalInt(FLAGS_power, "power")) req.set_power_draw_watts(*power);
+  if (auto weight = OptionalInt(FLAGS_weight, "weight")) req.set_weight_kg(*weight);
+  req.set_initial_state(StateFlag(false));
+  req.set_request_id(WriteRequestId());
+  auto stub = InventoryStub(inv);
+  return Write<v1::Device>(
+      inv,
+      [&](grpc::ClientContext* c, v1::Device* r) { return stub->RegisterDevice(c, req, r); },
+      DeviceText);
+}
+
+int DeviceSetState(Invocation& inv) {
+  v1::SetDeviceStateRequest req;
+  req.set_device_id(inv.args[0]);
+  req.set_state(StateFlag(true));
+  req.set_request_id(WriteRequestId());
+  auto stub = InventoryStub(inv);
+  return Write<v1::Device>(
+      inv,
+      [&](grpc::ClientContext* c, v1::Device* r) { return stub->SetDeviceState(c, req, r); },
+      DeviceText);
+}
+
+int DeviceDecommission(Invocation& inv) {
+  v1::DecommissionDeviceRequest req;
+  req.set_device_id(inv.args[0]);
+  req.set_reason(Required(FLAGS_reason, "reason"));
+  req.set_request_id(WriteRequestId());
+  auto stub = InventoryStub(inv);
+  return Write<v1::Device>(
+      inv,
+      [&](grpc::ClientContext* c, v1::Device* r) {
+        return stub->DecommissionDevice(c, req, r);
+      },
+      DeviceText);
+}
+
+// Labels for the devices of a rack's elevation, from the inventory of its site. Best effort:
+// without an answer (an older server, a token that may not read devices) the elevation keeps
+// the short ids.
+DeviceLabels LabelsFor(const Invocation& inv, const v1::Rack& rack) {
+  DeviceLabels labels;
+  std::set<std::string> wanted;
+  for (const v1::ElevationSlot& s : rack.occupied()) {
+    if (!s.device_id().empty()) wanted.insert(s.device_id());
+  }
+  if (wanted.empty()) return labels;
+  auto stub = InventoryStub(inv);
+  for (const std::string& id : wanted) {
+    v1::GetDeviceRequest req;
+    req.set_device_id(id);
+    v1::Device device;
+    auto context = MakeContext(inv.client, Service::kOccupancy);
+    if (!stub->GetDevice(context.get(), req, &device).ok()) return {};
+    const std::string label = DeviceLabel(device);
+    if (!label.empty()) labels[id] = label;
+  }
+  return labels;
+}
+
+// --- Import from NetBox --------------------------------------------------------------------
+
+// A one-line progress bar on stdout, only when stdout is a terminal (a pipe or a file gets the
+// report alone).
+class Progress {
+ public:
+  Progress(size_t total, bool enabled) : total_(total), enabled_(enabled && isatty(1) == 1) {}
+  void Step(const std::string& what) {
+    ++done_;
+    if (!enabled_ || total_ == 0) return;
+    const size_t width = 30;
+    const size_t filled = width * done_ / total_;
+    std::printf("\r[%s%s] %zu/%zu %-40.40s", std::string(filled, '#').c_str(),
+                std::string(width - filled, ' ').c_str(), done_, total_, what.c_str());
+    std::fflush(stdout);
+  }
+  void Finish() {
+    if (enabled_) std::printf("\r%90s\r", "");
+  }
+
+ private:
+  size_t total_, done_ = 0;
+  bool enabled_;
+};
+
+struct ImportReport {
+  struct Counts {
+    int created = 0, unchanged = 0;
+  };
+  std::map<std::string, Counts> counts;  // "sites", "racks", "devices", "placements", "blockings"
+  std::vector<netbox::Skipped> skipped;
+  std::vector<netbox::Skipped> refused;  // reason: what the slot index refused, with units
+};
+
+std::string ReadFileText(const std::string& path, bool* ok) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  *ok = static_cast<bool>(in) || in.eof();
+  return text.str();
+}
+
+// The colliding units of a refused placement, as the refusal names them.
+std::string CollidingUnits(const grpc::Status& status) {
+  for (const std::string& line : DescribeError(status)) {
+    const size_t at = line.find("colliding units: ");
+    if (at != std::string::npos) return line.substr(at + 17);
+  }
+  return status.error_message();
+}
+
+// A placement of `device_id` with exactly `slots` among the rack's active bookings.
+bool HasBooking(const v1::Rack& rack, v1::BookingKind kind, const std::string& device_id,
+                const std::vector<v1::Slot>& slots) {
+  std::map<std::string, std::set<std::pair<int, int>>> by_booking;
+  for (const v1::ElevationSlot& s : rack.occupied()) {
+    if (s.kind() == kind && s.device_id() == device_id) {
+      by_booking[s.booking_id()].insert({s.slot().side(), s.slot().unit()});
+    }
+  }
+  std::set<std::pair<int, int>> wanted;
+  for (const v1::Slot& s : slots) wanted.insert({s.side(), s.unit()});
+  for (const auto& [id, have] : by_booking) {
+    if (have == wanted) return true;
+  }
+  return false;
+}
+
+std::string RackWhat(const netbox::Plan& plan, int64_t netbox_id) {
+  for (const netbox::RackPlan& r : plan.racks) {
+    if (r.netbox_id == netbox_id) return absl::StrCat("rack ", netbox_id, " (", r.request.name(), ")");
+  }
+  return absl::StrCat("rack ", netbox_id);
+}
+
+int ImportNetbox(Invocation& inv) {
+  const std::string dir = Required(FLAGS_dir, "dir");
+  const bool dry_run = absl::GetFlag(FLAGS_dry_run);
+  std::map<std::string, std::string> files;
+  for (const char* name : netbox::kFiles) {
+    bool ok = false;
+    std::string text = ReadFileText(dir + "/" + name, &ok);
+    if (!ok) throw UsageError(absl::StrCat("cannot read ", dir, "/", name));
+    files[name] = std::move(text);
+  }
+  absl::StatusOr<netbox::Export> in = netbox::ParseExport(files);
+  if (!in.ok()) throw UsageError(std::string(in.status().message()));
+  absl::StatusOr<std::map<std::string, std::string>> site_map =
+      netbox::ParseSiteMap(absl::GetFlag(FLAGS_site_map));
+  if (!site_map.ok()) throw UsageError(std::string(site_map.status().message()));
+  absl::StatusOr<netbox::Plan> plan_or = netbox::MakePlan(*in, *site_map);
+  if (!plan_or.ok()) throw UsageError(std::string(plan_or.status().message()));
+  const netbox::Plan& plan = *plan_or;
+
+  auto inventory = InventoryStub(inv);
+  auto occupancy = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  ImportReport report;
+  report.skipped = plan.skipped;
+  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings"}) {
+    report.counts[kind];
+  }
+  Progress progress(plan.sites.size() + plan.racks.size() + plan.devices.size() * 2 +
+                        plan.blocks.size(),
+                    !inv.json);
+  // A failure that is not a refusal ends the import (what was written stays; a re-run
+  // continues where it stopped).
+  auto fail = [&](const grpc::Status& status) {
+    progress.Finish();
+    return ReportFailure(inv, status);
+  };
+  auto call = [&](auto&& fn) -> std::pair<grpc::Status, bool> {
+    auto context = MakeContext(inv.client, Service::kOccupancy);
+    const grpc::Status status = fn(context.get());
+    return {status, status.ok() && Replayed(*context)};
+  };
+
+  // Sites, matched by name.
+  std::map<std::string, std::string> site_by_name;
+  {
+    v1::ListSitesRequest req;
+    req.set_page_size(500);
+    do {
+      v1::ListSitesResponse page;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return inventory->ListSites(c, req, &page); });
+      if (!status.ok()) return fail(status);
+      for (const v1::Site& s : page.sites()) site_by_name[s.name()] = s.id();
+      req.set_page_token(page.next_page_token());
+    } while (!req.page_token().empty());
+  }
+  std::map<int64_t, std::string> site_id;  // NetBox id → dcl id ("" in a dry run: not yet)
+  for (const netbox::SitePlan& p : plan.sites) {
+    progress.Step("site " + p.request.name());
+    auto found = site_by_name.find(p.request.name());
+    if (found != site_by_name.end()) {
+      site_id[p.netbox_id] = found->second;
+      ++report.counts["sites"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      site_id[p.netbox_id] = "";
+      ++report.counts["sites"].created;
+      continue;
+    }
+    v1::Site site;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return inventory->CreateSite(c, p.request, &site); });
+    if (!status.ok()) return fail(status);
+    site_id[p.netbox_id] = site.id();
+    ++(replayed ? report.counts["sites"].unchanged : report.counts["sites"].created);
+  }
+
+  // Racks, matched by name within their site; devices by serial.
+  std::map<std::pair<std::string, std::string>, std::string> rack_by_name;  // (site, name)
+  std::map<std::string, std::string> device_by_serial;
+  for (const auto& [netbox_id, id] : site_id) {
+    if (id.empty()) continue;
+    v1::ListRacksRequest racks;
+    racks.set_site_id(id);
+    racks.set_page_size(500);
+    do {
+      v1::ListRacksResponse page;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return inventory->ListRacks(c, racks, &page); });
+      if (!status.ok()) return fail(status);
+      for (const v1::RackRecord& r : page.racks()) rack_by_name[{id, r.name()}] = r.id();
+      racks.set_page_token(page.next_page_token());
+    } while (!racks.page_token().empty());
+    v1::ListDevicesRequest devices;
+    devices.set_site_id(id);
+    devices.set_include_decommissioned(true);
+    devices.set_page_size(500);
+    do {
+      v1::ListDevicesResponse page;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return inventory->ListDevices(c, devices, &page); });
+      if (!status.ok()) return fail(status);
+      for (const v1::Device& d : page.devices()) {
+        if (!d.serial().empty()) device_by_serial[d.serial()] = d.id();
+      }
+      devices.set_page_token(page.next_page_token());
+    } while (!devices.page_token().empty());
+  }
+
+  std::map<int64_t, std::string> rack_id;
+  std::map<int64_t, bool> rack_has_rear;
+  for (const netbox::RackPlan& p : plan.racks) {
+    progress.Step("rack " + p.request.name());
+    rack_has_rear[p.netbox_id] = p.request.geometry().has_rear();
+    const std::string& site = site_id[p.site_netbox_id];
+    auto found = rack_by_name.find({site, p.request.name()});
+    if (!site.empty() && found != rack_by_name.end()) {
+      rack_id[p.netbox_id] = found->second;
+      ++report.counts["racks"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      rack_id[p.netbox_id] = "";
+      ++report.counts["racks"].created;
+      continue;
+    }
+    v1::CreateRackRequest req = p.request;
+    req.set_site_id(site);
+    v1::RackRecord rack;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return inventory->CreateRack(c, req, &rack); });
+    if (!status.ok()) return fail(status);
+    rack_id[p.netbox_id] = rack.id();
+    ++(replayed ? report.counts["racks"].unchanged : report.counts["racks"].created);
+  }
+
+  std::map<int64_t, std::string> device_id;
+  for (const netbox::DevicePlan& p : plan.devices) {
+    progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
+    const std::string& site = site_id[p.site_netbox_id];
+    auto found = device_by_serial.find(p.request.serial());
+    if (!p.request.serial().empty() && found != device_by_serial.end()) {
+      device_id[p.netbox_id] = found->second;
+      ++report.counts["devices"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      device_id[p.netbox_id] = "";
+      ++report.counts["devices"].created;
+      continue;
+    }
+    v1::RegisterDeviceRequest req = p.request;
+    req.set_site_id(site);
+    v1::Device device;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return inventory->RegisterDevice(c, req, &device); });
+    if (!status.ok()) return fail(status);
+    device_id[p.netbox_id] = device.id();
+    ++(replayed ? report.counts["devices"].unchanged : report.counts["devices"].created);
+  }
+
+  // Placements and blockings: what each rack holds now decides what is already there.
+  std::map<int64_t, v1::Rack> elevation;
+  auto elevation_of = [&](int64_t rack_netbox_id) -> std::optional<grpc::Status> {
+    const std::string& id = rack_id[rack_netbox_id];
+    if (id.empty() || elevation.count(rack_netbox_id) > 0) return std::nullopt;
+    v1::GetRackRequest req;
+    req.set_rack_id(id);
+    v1::Rack rack;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return occupancy->GetRack(c, req, &rack); });
+    if (!status.ok()) return status;
+    elevation[rack_netbox_id] = rack;
+    return std::nullopt;
+  };
+  // In a dry run the placements NetBox records in overlapping units are known beforehand.
+  const std::map<int64_t, std::vector<v1::Slot>> overlaps = netbox::OverlappingPlacements(plan);
+  for (const netbox::DevicePlan& p : plan.devices) {
+    const std::string what = absl::StrCat(
+        "device ", p.netbox_id, p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")");
+    progress.Step("placement " + what);
+    if (auto failed = elevation_of(p.rack_netbox_id)) return fail(*failed);
+    const std::string where = absl::StrCat(RackWhat(plan, p.rack_netbox_id), " ",
+                                           SideName(p.side), " U", p.unit);
+    const std::vector<v1::Slot> slots =
+        netbox::ClaimedSlots(p.lowest_number, p.request.height_units(), p.side, p.request.depth_class(),
+                             rack_has_rear[p.rack_netbox_id]);
+    const std::string& device = device_id[p.netbox_id];
+    auto rack = elevation.find(p.rack_netbox_id);
+    if (!device.empty() && rack != elevation.end() &&
+        HasBooking(rack->second, v1::BOOKING_PLACEMENT, device, slots)) {
+      ++report.counts["placements"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      auto overlap = overlaps.find(p.netbox_id);
+      if (overlap != overlaps.end()) {
+        report.refused.push_back(
+            {what, absl::StrCat("placement at ", where, " would be refused: units taken: ",
+                                DescribeSlotRanges(overlap->second))});
+      } else {
+        ++report.counts["placements"].created;
+      }
+      continue;
+    }
+    v1::PlaceDeviceRequest req;
+    req.set_rack_id(rack_id[p.rack_netbox_id]);
+    req.set_device_id(device);
+    req.set_side(p.side);
+    req.set_unit(p.unit);
+    req.set_reason(absl::StrCat("imported from NetBox device ", p.netbox_id));
+    v1::Booking booking;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return occupancy->PlaceDevice(c, req, &booking); });
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
+      report.refused.push_back({what, absl::StrCat("placement at ", where,
+                                                   " refused: units taken: ",
+                                                   CollidingUnits(status))});
+      continue;
+    }
+    if (!status.ok()) return fail(status);
+    ++report.counts["placements"].created;
+  }
+
+  for (const netbox::BlockPlan& p : plan.blocks) {
+    progress.Step(absl::StrCat("rack reservation ", p.netbox_id));
+    if (auto failed = elevation_of(p.rack_netbox_id)) return fail(*failed);
+    std::vector<v1::Slot> slots;
+    for (int u = p.request.first_unit(); u <= p.request.last_unit(); ++u) {
+      for (v1::Side side : {v1::SIDE_FRONT, v1::SIDE_REAR}) {
+        if (side == v1::SIDE_REAR && !p.request.both_sides()) continue;
+        v1::Slot s;
+        s.set_side(side);
+        s.set_unit(u);
+        slots.push_back(s);
+      }
+    }
+    auto rack = elevation.find(p.rack_netbox_id);
+    if (rack != elevation.end() && HasBooking(rack->second, v1::BOOKING_BLOCKING, "", slots)) {
+      ++report.counts["blockings"].unchanged;
+      continue;
+    }
+    const std::string what = absl::StrCat("rack reservation ", p.netbox_id);
+    if (dry_run) {
+      ++report.counts["blockings"].created;
+      continue;
+    }
+    v1::BlockUnitsRequest req = p.request;
+    req.set_rack_id(rack_id[p.rack_netbox_id]);
+    v1::Booking booking;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      report.refused.push_back(
+          {what, absl::StrCat("blocking of ", RackWhat(plan, p.rack_netbox_id), " U",
+                              p.request.first_unit(), "-U", p.request.last_unit(),
+                              " refused: units taken: ", CollidingUnits(status))});
+      continue;
+    }
+    if (!status.ok()) return fail(status);
+    ++report.counts["blockings"].created;
+  }
+  progress.Finish();
+
+  if (inv.json) {
+    google::protobuf::Struct out;
+    auto& fields = *out.mutable_fields();
+    fields["dry_run"].set_bool_value(dry_run);
+    for (const auto& [kind, counts] : report.counts) {
+      auto& c = *fields[kind].mutable_struct_value()->mutable_fields();
+      c["created"].set_number_value(counts.created);
+      c["unchanged"].set_number_value(counts.unchanged);
+    }
+    for (const auto* list : {&report.skipped, &report.refused}) {
+      auto& values =
+          *fields[list == &report.skipped ? "skipped" : "refused"].mutable_list_value();
+      for (const netbox::Skipped& s : *list) {
+        auto& item = *values.add_values()->mutable_struct_value()->mutable_fields();
+        item["what"].set_string_value(s.what);
+        item["reason"].set_string_value(s.reason);
+      }
+    }
+    std::printf("%s\n", ToJson(out).c_str());
+  } else {
+    std::printf("NetBox import from %s%s\n", dir.c_str(),
+                dry_run ? " (dry run: nothing written)" : "");
+    std::vector<std::vector<std::string>> rows;
+    for (const char* kind : {"sites", "racks", "devices", "placements", "blockings"}) {
+      rows.push_back({kind, absl::StrCat(report.counts[kind].created),
+                      absl::StrCat(report.counts[kind].unchanged)});
+    }
+    PrintLines(FormatTable({"", dry_run ? "WOULD CREATE" : "CREATED", "UNCHANGED"}, rows, {1, 2}));
+    std::printf("skipped: %zu\n", report.skipped.size());
+    for (const netbox::Skipped& s : report.skipped) {
+      std::printf("  %s: %s\n", s.what.c_str(), s.reason.c_str());
+    }
+    std::printf("refused: %zu\n", report.refused.size());
+    for (const netbox::Skipped& s : report.refused) {
+      std::printf("  %s: %s\n", s.what.c_str(), s.reason.c_str());
+    }
+  }
+  return report.refused.empty() ? kExitOk : kExitRefused;
+}
+
 // --- Servers -------------------------------------------------------------------------------
 
 // grpc.health.v1 of one server, for scripts that wait for a server to come up: exit 0 only
@@ -600,7 +1270,7 @@ int HealthCheck(Invocation& inv) {
 
 // --- The table -----------------------------------------------------------------------------
 
-enum class Section { kRacks, kMoves, kReservations, kServers, kDatabase };
+enum class Section { kRacks, kInventory, kMoves, kReservations, kServers, kDatabase };
 
 struct Command {
   std::vector<std::string> words;
@@ -637,6 +1307,34 @@ const std::vector<Command>& Commands() {
        "| --side S|--both_sides --first A --last B)",
        "dry run: the units a booking would claim, or why it would be refused (exit 4)", 0, 0,
        Section::kRacks, Plan},
+      {{"site", "list"}, "", "the organization's sites", 0, 0, Section::kInventory, SiteList},
+      {{"site", "create"}, "--name NAME [--request_id T]", "a new site", 0, 0,
+       Section::kInventory, SiteCreate},
+      {{"rack", "list"}, "[--site S]", "racks with their geometry", 0, 0, Section::kInventory,
+       RackList},
+      {{"rack", "create"},
+       "--site S --name N --height UNITS [--first_unit 1] [--descending] [--front_only] "
+       "[--power W] [--weight KG] [--request_id T]",
+       "a new rack", 0, 0, Section::kInventory, RackCreate},
+      {{"device", "list"},
+       "[--site S] [--vendor V] [--model M] [--profile P] [--state S] [--all] [--limit N]",
+       "devices (--all: decommissioned ones too)", 0, 0, Section::kInventory, DeviceList},
+      {{"device", "show"}, "DEVICE_ID", "one device", 1, 1, Section::kInventory, DeviceShow},
+      {{"device", "register"},
+       "--site S --vendor V --model M --height U [--depth full|half|unknown] [--serial S] "
+       "[--profile P] [--power W] [--weight KG] [--state staging|normal] [--request_id T]",
+       "a new device, staging unless --state normal", 0, 0, Section::kInventory,
+       DeviceRegister},
+      {{"device", "set-state"}, "DEVICE_ID --state normal|staging [--request_id T]",
+       "mark a device ready (normal) or not yet (staging)", 1, 1, Section::kInventory,
+       DeviceSetState},
+      {{"device", "decommission"}, "DEVICE_ID --reason R [--request_id T]",
+       "retire a device for good (refused while held, placed or moving)", 1, 1,
+       Section::kInventory, DeviceDecommission},
+      {{"import", "netbox"}, "--dir DIR [--site_map NB=DCL,…] [--dry_run]",
+       "sites, racks, devices, placements and rack reservations from saved NetBox API lists; "
+       "re-runs are idempotent; exit 4 when a placement was refused",
+       0, 0, Section::kInventory, ImportNetbox},
       {{"move", "start"}, "--device D --rack R --side S --unit U [--draft] [--note T]",
        "start moving a placed device to another unit of its site", 0, 0, Section::kMoves,
        MoveStart},
@@ -676,6 +1374,8 @@ const char* SectionTitle(Section section) {
   switch (section) {
     case Section::kRacks:
       return "Racks and bookings (OccupancyService, a dc-operator token)";
+    case Section::kInventory:
+      return "Inventory (InventoryService on the occupancy server, a dc-operator token)";
     case Section::kMoves:
       return "Moves (MoveService, a dc-operator token)";
     case Section::kReservations:
@@ -721,7 +1421,7 @@ std::string HelpText() {
   std::string text =
       "dclctl: the DC team's command line for dcl.\n"
       "Usage: dclctl COMMAND [ARGS] [FLAGS]\n";
-  for (Section section : {Section::kRacks, Section::kMoves, Section::kReservations,
+  for (Section section : {Section::kRacks, Section::kInventory, Section::kMoves, Section::kReservations,
                           Section::kServers, Section::kDatabase}) {
     absl::StrAppend(&text, "\n", SectionTitle(section), ":\n");
     for (const Command& c : Commands()) {
@@ -743,7 +1443,7 @@ std::string HelpText() {
       "3 not found; 4 refused by a rule (FAILED_PRECONDITION, RESOURCE_EXHAUSTED; a plan that\n"
       "would be refused); 5 lost a race, retry now (ABORTED); 6 unavailable or deadline, retry\n"
       "later; 7 not authenticated or not allowed; 130 a watch stopped by Ctrl-C.\n"
-      "\nFlags:\n",
+      "\nFlags (a dash in a name is an underscore: --dry-run is --dry_run):\n",
       FlagsHelp());
   return text;
 }

@@ -17,7 +17,7 @@ ABSL_FLAG(std::string, role, "", "token create: commerce, dc-operator, customer 
 ABSL_FLAG(std::string, subject, "", "token create, role customer: the customer it speaks for");
 ABSL_FLAG(std::string, label, "", "token create: a note to recognise the token by");
 ABSL_FLAG(std::string, id, "", "token revoke: the token's id");
-ABSL_FLAG(std::string, name, "", "org create: the organization's name");
+ABSL_FLAG(std::string, name, "", "org create, site create, rack create: its name");
 
 namespace dcl::admin {
 namespace {

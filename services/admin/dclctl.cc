@@ -1,6 +1,7 @@
 // dclctl: the DC team's command line. Racks, bookings, moves and reservations over gRPC; tokens,
 // organizations and the module switch on the database; health checks. `dclctl --help` lists
 // every command; commands.h holds them, cli_format.h and rack_elevation.h what they print.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -20,6 +21,20 @@ int main(int argc, char** argv) {
       return dcl::admin::kExitOk;
     }
   }
+  // Flags may be spelled with dashes as well as underscores (--dry-run, --site-map): absl
+  // knows only the underscores, so the names are rewritten before it parses them.
+  std::vector<std::string> spelled(argv, argv + argc);
+  std::vector<char*> normalized;
+  for (std::string& arg : spelled) {
+    if (arg == "--") break;
+    if (arg.size() > 2 && arg[0] == '-') {
+      const size_t end = std::min(arg.find('='), arg.size());
+      std::replace(arg.begin() + 2, arg.begin() + static_cast<long>(end), '-', '_');
+    }
+  }
+  for (std::string& arg : spelled) normalized.push_back(arg.data());
+  normalized.push_back(nullptr);  // argv[argc], as main's own argv
+  argv = normalized.data();
   std::string error;
   if (!dcl::admin::CheckFlags(argc, argv, &error)) {
     std::fprintf(stderr, "dclctl: %s\n", error.c_str());

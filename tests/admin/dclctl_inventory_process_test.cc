@@ -1,0 +1,295 @@
+// The real dclctl binary against the real occupancy and inventory services (in process, on a
+// test database): `import netbox` of tests/admin/netbox_fixtures — what exists afterwards
+// (racks' geometry, placements at their units and sides, blockings for the rack reservation,
+// the skipped and refused devices with their reasons), a second import that creates nothing,
+// a --dry-run that writes nothing — and the device commands an operator types
+// (register, set-state with a replayed request id, list, show, decommission refused while
+// placed), rack show naming devices by vendor, model and serial, and the progress bar that
+// only a terminal gets.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "dcl/v1/inventory.pb.h"
+#include "services/common/rpc_gate.h"
+#include "services/inventory/inventory_logic.h"
+#include "services/inventory/inventory_service.h"
+#include "services/occupancy/occupancy_logic.h"
+#include "services/occupancy/occupancy_service.h"
+#include "tests/support/child_process.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/grpc_harness.h"
+#include "tests/support/test_db.h"
+
+namespace dcl {
+namespace {
+
+using testing::ChildProcess;
+
+// An organization with nothing in it yet, served as the occupancy server serves it.
+struct World {
+  World()
+      : org(testing::CreateOrg(db, "acme")),
+        pool(db.MakePool(8)),
+        gate(*pool),
+        occupancy_logic(*pool),
+        occupancy(gate, occupancy_logic),
+        inventory_logic(*pool),
+        inventory(gate, inventory_logic),
+        server(pool.get(), {{"dcl.v1.OccupancyService", &occupancy},
+                            {"dcl.v1.InventoryService", &inventory}}),
+        operator_token(testing::CreateTokenFor(db, org, Role::kDcOperator)) {}
+
+  testing::TestDatabase db;
+  std::string org;
+  std::unique_ptr<DbPool> pool;
+  RpcGate gate;
+  occupancy::OccupancyLogic occupancy_logic;
+  occupancy::OccupancyServiceImpl occupancy;
+  inventory::InventoryLogic inventory_logic;
+  inventory::InventoryServiceImpl inventory;
+  testing::InProcessServer server;
+  std::string operator_token;
+};
+
+struct Result {
+  int exit = -1;
+  std::string out;
+  std::string err;
+};
+
+Result Run(const World& w, std::vector<std::string> args) {
+  args.push_back("--target=" + w.server.address());
+  args.push_back("--token=" + w.operator_token);
+  ChildProcess dclctl(testing::RunfilesBinary("services/admin/dclctl"), args,
+                      /*separate_stderr=*/true);
+  const std::optional<int> exit = dclctl.WaitForExit(std::chrono::seconds(60));
+  REQUIRE(exit.has_value());
+  return Result{*exit, dclctl.Log(), dclctl.Stderr()};
+}
+
+std::string FixtureDir() {
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  return std::string(cwd) + "/tests/admin/netbox_fixtures";
+}
+
+// The active slots of the device with `serial`: "FRA1-A01 front20 front21 rear20 rear21".
+std::string SlotsOf(const World& w, const std::string& serial) {
+  return w.db.Scalar(
+      "SELECT coalesce(min(r.name) || ' ' || string_agg(s.side || s.unit, ' ' ORDER BY s.side, "
+      "s.unit), '') FROM booking_slots s JOIN bookings b ON b.id = s.booking_id "
+      "JOIN devices d ON d.id = b.device_id JOIN racks r ON r.id = b.rack_id "
+      "WHERE s.released_at IS NULL AND b.kind = 'placement' AND d.serial = '" + serial + "'");
+}
+
+std::string Count(const World& w, const std::string& from_where) {
+  return w.db.Scalar("SELECT count(*) FROM " + from_where);
+}
+
+// created/unchanged of one kind in the --json report.
+std::pair<int, int> Counts(const google::protobuf::Struct& report, const std::string& kind) {
+  const auto& c = report.fields().at(kind).struct_value().fields();
+  return {static_cast<int>(c.at("created").number_value()),
+          static_cast<int>(c.at("unchanged").number_value())};
+}
+
+google::protobuf::Struct ParseReport(const std::string& json) {
+  google::protobuf::Struct report;
+  INFO(json);
+  REQUIRE(google::protobuf::util::JsonStringToMessage(json, &report).ok());
+  return report;
+}
+
+TEST_CASE("import netbox: everything NetBox records that dcl can hold, then a re-run changes "
+          "nothing") {
+  World w;
+  Result first = Run(w, {"import", "netbox", "--dir", FixtureDir()});
+  INFO(first.out << first.err);
+  // One placement refused: exit 4.
+  REQUIRE(first.exit == 4);
+  CHECK(absl::StrContains(first.out, "skipped: 4"));
+  CHECK(absl::StrContains(first.out, "device 107 (fra1-pdu-a): 0U device"));
+  CHECK(absl::StrContains(first.out, "device 108 (fra1-console): half-U device (u_height 0.5)"));
+  CHECK(absl::StrContains(first.out,
+                          "device 110 (fra1-blade-01): child device in a chassis (parent device 109)"));
+  CHECK(absl::StrContains(first.out, "device 112 (fra1-spare-01): non-racked device"));
+  CHECK(absl::StrContains(first.out, "refused: 1"));
+  CHECK(absl::StrContains(first.out, "device 106 (fra1-web-03): placement at rack 11 (FRA1-A01) "
+                                     "front U21 refused: units taken: front+rear U21"));
+  // Not a terminal: no progress bar in the output.
+  CHECK_FALSE(absl::StrContains(first.out, "\r"));
+
+  // Racks with NetBox's geometry; the 2-post frame has no rear.
+  CHECK(w.db.Scalar("SELECT string_agg(name || ':' || first_unit || ':' || unit_count || ':' || "
+                    "numbering || ':' || has_rear, ',' ORDER BY name) FROM racks") ==
+        "FRA1-A01:1:42:ascending:true,FRA1-A02:1:47:descending:true,"
+        "FRA1-F01:1:24:ascending:false");
+  CHECK(w.db.Scalar("SELECT string_agg(name, ',') FROM sites") == "Frankfurt 1");
+  // Eleven devices registered (the refused one too: it exists, it just stands nowhere).
+  CHECK(Count(w, "devices") == "11");
+  CHECK(w.db.Scalar("SELECT process_state FROM devices WHERE serial = 'DL-0111'") == "staging");
+  CHECK(w.db.Scalar("SELECT process_state FROM devices WHERE serial = 'DL-0101'") == "normal");
+  CHECK(SlotsOf(w, "DL-0103") == "FRA1-A01 front20 front21 rear20 rear21");
+  CHECK(SlotsOf(w, "DL-0106") == "");
+  CHECK(SlotsOf(w, "JN-0104") == "FRA1-A01 rear42");  // half depth, hung at the rear
+  CHECK(SlotsOf(w, "JN-0105") == "FRA1-A01 front42");
+  CHECK(SlotsOf(w, "DL-0111") == "FRA1-A02 front10 rear10");
+  CHECK(SlotsOf(w, "DL-0114") == "FRA1-F01 front10");  // NetBox's rear of an open frame
+  CHECK(SlotsOf(w, "SM-0109") ==
+        "FRA1-A02 front1 front2 front3 front4 front5 front6 rear1 rear2 rear3 rear4 rear5 rear6");
+  CHECK(Count(w, "bookings WHERE kind = 'placement' AND released_at IS NULL") == "10");
+  // The rack reservation: U30-U32 and U35 of both sides, kept out of service.
+  CHECK(w.db.Scalar("SELECT string_agg(first_unit || '-' || last_unit || ' ' || reason, ',' "
+                    "ORDER BY first_unit) FROM bookings WHERE kind = 'blocking'") ==
+        "30-32 NetBox rack reservation 201 for alice: customer X expansion,"
+        "35-35 NetBox rack reservation 201 for alice: customer X expansion");
+  CHECK(Count(w, "booking_slots s JOIN bookings b ON b.id = s.booking_id WHERE b.kind = "
+                 "'blocking'") == "8");
+
+  // The elevation names devices by vendor, model and serial.
+  const std::string a01 = w.db.Scalar("SELECT id FROM racks WHERE name = 'FRA1-A01'");
+  Result shown = Run(w, {"rack", "show", a01});
+  INFO(shown.out);
+  CHECK(absl::StrContains(shown.out, "Dell PowerEdge R750 DL-0103"));
+  CHECK(absl::StrContains(shown.out, "blocking"));
+
+  const std::string bookings_before = Count(w, "bookings");
+  Result again = Run(w, {"import", "netbox", "--dir", FixtureDir(), "--json"});
+  INFO(again.out << again.err);
+  CHECK(again.exit == 4);
+  const google::protobuf::Struct report = ParseReport(again.out);
+  CHECK(Counts(report, "sites") == std::make_pair(0, 1));
+  CHECK(Counts(report, "racks") == std::make_pair(0, 3));
+  CHECK(Counts(report, "devices") == std::make_pair(0, 11));
+  CHECK(Counts(report, "placements") == std::make_pair(0, 10));
+  CHECK(Counts(report, "blockings") == std::make_pair(0, 2));
+  CHECK(report.fields().at("skipped").list_value().values_size() == 4);
+  CHECK(report.fields().at("refused").list_value().values_size() == 1);
+  CHECK(Count(w, "devices") == "11");
+  CHECK(Count(w, "racks") == "3");
+  CHECK(Count(w, "bookings") == bookings_before);
+}
+
+TEST_CASE("import netbox --dry-run on an empty organization says what it would do, writes "
+          "nothing") {
+  World w;
+  Result dry = Run(w, {"import", "netbox", "--dir", FixtureDir(), "--dry-run", "--json"});
+  INFO(dry.out << dry.err);
+  CHECK(dry.exit == 4);  // as the import would end: one placement would be refused
+  const google::protobuf::Struct report = ParseReport(dry.out);
+  CHECK(report.fields().at("dry_run").bool_value());
+  CHECK(Counts(report, "sites") == std::make_pair(1, 0));
+  CHECK(Counts(report, "racks") == std::make_pair(3, 0));
+  CHECK(Counts(report, "devices") == std::make_pair(11, 0));
+  CHECK(Counts(report, "placements") == std::make_pair(10, 0));
+  CHECK(Counts(report, "blockings") == std::make_pair(2, 0));
+  const auto& refused = report.fields().at("refused").list_value().values();
+  REQUIRE(refused.size() == 1);
+  CHECK(absl::StrContains(refused[0].struct_value().fields().at("reason").string_value(),
+                          "would be refused: units taken: front+rear U21"));
+  CHECK(Count(w, "sites") == "0");
+  CHECK(Count(w, "racks") == "0");
+  CHECK(Count(w, "devices") == "0");
+  CHECK(Count(w, "bookings") == "0");
+  CHECK(Count(w, "client_requests") == "0");
+
+  Result human = Run(w, {"import", "netbox", "--dir", FixtureDir(), "--dry_run"});
+  CHECK(absl::StrContains(human.out, "(dry run: nothing written)"));
+  CHECK(absl::StrContains(human.out, "WOULD CREATE"));
+}
+
+TEST_CASE("import netbox on a terminal draws a progress bar before the report") {
+  World w;
+  // script(1) (util-linux, Essential in Debian) gives dclctl a pseudo-terminal as stdout.
+  const std::string command =
+      absl::StrCat(testing::RunfilesBinary("services/admin/dclctl"),
+                   " import netbox --dry-run --dir ", FixtureDir(),
+                   " --target=", w.server.address(), " --token=", w.operator_token);
+  ChildProcess script("/usr/bin/script", {"-qec", command, "/dev/null"}, true);
+  const std::optional<int> exit = script.WaitForExit(std::chrono::seconds(60));
+  INFO(script.Log() << script.Stderr());
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 4);
+  CHECK(absl::StrContains(script.Log(), "\r[####"));
+  CHECK(absl::StrContains(script.Log(), "placement device 101 (fra1-web-01)"));
+  CHECK(absl::StrContains(script.Log(), "(dry run: nothing written)"));
+}
+
+TEST_CASE("import netbox: unreadable input is a usage error (exit 2) and writes nothing") {
+  World w;
+  Result missing = Run(w, {"import", "netbox", "--dir", "/nonexistent"});
+  CHECK(missing.exit == 2);
+  CHECK(absl::StrContains(missing.err, "cannot read /nonexistent/sites.json"));
+  Result bad_map = Run(w, {"import", "netbox", "--dir", FixtureDir(), "--site-map", "fra1"});
+  CHECK(bad_map.exit == 2);
+  CHECK(Count(w, "sites") == "0");
+}
+
+TEST_CASE("device register, set-state replayed, list, show; decommission refused while placed") {
+  World w;
+  Result site = Run(w, {"site", "create", "--name", "FRA1", "--json"});
+  INFO(site.err);
+  REQUIRE(site.exit == 0);
+  const std::string site_id = w.db.Scalar("SELECT id FROM sites WHERE name = 'FRA1'");
+  Result rack = Run(w, {"rack", "create", "--site", site_id, "--name", "R1", "--height", "12",
+                        "--descending"});
+  INFO(rack.err);
+  REQUIRE(rack.exit == 0);
+  CHECK(absl::StrContains(rack.out, "12 units from U1, descending, front and rear"));
+
+  Result registered = Run(w, {"device", "register", "--site", site_id, "--vendor", "Dell",
+                              "--model", "R650", "--height", "1", "--depth", "full", "--serial",
+                              "DL-1", "--power", "450", "--request_id", "ticket 42"});
+  INFO(registered.out << registered.err);
+  REQUIRE(registered.exit == 0);
+  CHECK(absl::StrContains(registered.out, "state             staging"));
+  CHECK(absl::StrContains(registered.out, "power draw        450 W"));
+  CHECK(absl::StrContains(registered.out, "weight            unknown"));
+  CHECK_FALSE(absl::StrContains(registered.out, "(replayed)"));
+  // The same request id again: the first answer, said to be a replay; still one device.
+  Result replayed = Run(w, {"device", "register", "--site", site_id, "--vendor", "Dell",
+                            "--model", "R650", "--height", "1", "--depth", "full", "--serial",
+                            "DL-1", "--power", "450", "--request_id", "ticket 42"});
+  CHECK(replayed.exit == 0);
+  CHECK(absl::StrContains(replayed.out, "(replayed)"));
+  CHECK(Count(w, "devices") == "1");
+  const std::string device = w.db.Scalar("SELECT id FROM devices WHERE serial = 'DL-1'");
+
+  Result ready = Run(w, {"device", "set-state", device, "--state", "normal"});
+  CHECK(ready.exit == 0);
+  CHECK(absl::StrContains(ready.out, "state             normal"));
+  Result moving = Run(w, {"device", "set-state", device, "--state", "moving"});
+  CHECK(moving.exit != 0);
+
+  Result listed = Run(w, {"device", "list", "--vendor", "Dell"});
+  CHECK(listed.exit == 0);
+  CHECK(absl::StrContains(listed.out, device));
+  CHECK(absl::StrContains(listed.out, "DL-1"));
+  CHECK(Run(w, {"device", "list", "--vendor", "HPE"}).out == "no devices\n");
+  Result shown = Run(w, {"device", "show", device, "--json"});
+  CHECK(absl::StrContains(shown.out, "\"serial\": \"DL-1\""));
+
+  const std::string rack_id = w.db.Scalar("SELECT id FROM racks WHERE name = 'R1'");
+  REQUIRE(Run(w, {"place", "--rack", rack_id, "--device", device, "--side", "front", "--unit",
+                  "3"})
+              .exit == 0);
+  Result retire = Run(w, {"device", "decommission", device, "--reason", "end of life"});
+  CHECK(retire.exit == 4);
+  CHECK(absl::StrContains(retire.err, "placed"));
+  Result missing = Run(w, {"device", "show", "00000000-0000-4000-8000-00000000dead"});
+  CHECK(missing.exit == 3);
+}
+
+}  // namespace
+}  // namespace dcl

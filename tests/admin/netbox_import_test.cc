@@ -1,0 +1,198 @@
+// The NetBox importer's pure part: the saved API lists of tests/admin/netbox_fixtures parsed
+// and mapped onto dcl's inventory (geometry, heights, depths, sides, states), what is skipped
+// and why, the overlap NetBox records, request ids derived from NetBox ids, and the input it
+// refuses (a page of a longer list, a missing field).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "services/admin/netbox_import.h"
+#include "services/admin/rack_elevation.h"
+
+namespace dcl::admin::netbox {
+namespace {
+
+std::map<std::string, std::string> Fixtures() {
+  std::map<std::string, std::string> files;
+  for (const char* name : kFiles) {
+    std::ifstream in(std::string("tests/admin/netbox_fixtures/") + name);
+    REQUIRE(in.good());
+    std::ostringstream text;
+    text << in.rdbuf();
+    files[name] = text.str();
+  }
+  return files;
+}
+
+Plan FixturePlan(const std::map<std::string, std::string>& site_map = {}) {
+  absl::StatusOr<Export> in = ParseExport(Fixtures());
+  INFO(in.status().ToString());
+  REQUIRE(in.ok());
+  absl::StatusOr<Plan> plan = MakePlan(*in, site_map);
+  REQUIRE(plan.ok());
+  return *plan;
+}
+
+const DevicePlan* Find(const Plan& plan, int64_t netbox_id) {
+  for (const DevicePlan& d : plan.devices) {
+    if (d.netbox_id == netbox_id) return &d;
+  }
+  return nullptr;
+}
+
+std::string SkipReason(const Plan& plan, const std::string& what_prefix) {
+  for (const Skipped& s : plan.skipped) {
+    if (absl::StartsWith(s.what, what_prefix)) return s.reason;
+  }
+  return "";
+}
+
+TEST_CASE("fixtures: racks keep NetBox's geometry; open frames have no rear") {
+  const Plan plan = FixturePlan();
+  REQUIRE(plan.sites.size() == 1);
+  CHECK(plan.sites[0].request.name() == "Frankfurt 1");
+  REQUIRE(plan.racks.size() == 3);
+  const v1::RackGeometry& a01 = plan.racks[0].request.geometry();
+  CHECK(plan.racks[0].request.name() == "FRA1-A01");
+  CHECK(a01.unit_count() == 42);
+  CHECK(a01.first_unit() == 1);
+  CHECK(a01.numbering() == v1::NUMBERING_ASCENDING);
+  CHECK(a01.has_rear());
+  const v1::RackGeometry& a02 = plan.racks[1].request.geometry();
+  CHECK(a02.unit_count() == 47);
+  CHECK(a02.numbering() == v1::NUMBERING_DESCENDING);
+  const v1::RackGeometry& f01 = plan.racks[2].request.geometry();
+  CHECK(f01.unit_count() == 24);
+  CHECK_FALSE(f01.has_rear());
+}
+
+TEST_CASE("fixtures: devices with heights, depths, sides and states; the rest skipped with why") {
+  const Plan plan = FixturePlan();
+  CHECK(plan.devices.size() == 11);
+  const DevicePlan* db = Find(plan, 103);
+  REQUIRE(db != nullptr);
+  CHECK(db->request.vendor() == "Dell");
+  CHECK(db->request.model() == "PowerEdge R750");
+  CHECK(db->request.serial() == "DL-0103");
+  CHECK(db->request.height_units() == 2);
+  CHECK(db->request.depth_class() == v1::DEPTH_FULL);
+  CHECK(db->request.initial_state() == v1::PROCESS_NORMAL);
+  CHECK(db->unit == 20);
+  CHECK(db->side == v1::SIDE_FRONT);
+  const DevicePlan* sw = Find(plan, 104);
+  REQUIRE(sw != nullptr);
+  CHECK(sw->request.depth_class() == v1::DEPTH_HALF);
+  CHECK(sw->side == v1::SIDE_REAR);
+  // "planned" and "staged" in NetBox: not ready for sale.
+  CHECK(Find(plan, 106)->request.initial_state() == v1::PROCESS_STAGING);
+  CHECK(Find(plan, 111)->request.initial_state() == v1::PROCESS_STAGING);
+  // A descending rack: NetBox's position 1 is the chassis' lowest number, the top of its six
+  // units; dcl places it by its physically lowest unit, U6.
+  CHECK(Find(plan, 109)->lowest_number == 1);
+  CHECK(Find(plan, 109)->unit == 6);
+  CHECK(Find(plan, 111)->unit == 10);
+  // An open frame has one face: NetBox's rear becomes dcl's front.
+  CHECK(Find(plan, 114)->side == v1::SIDE_FRONT);
+
+  REQUIRE(plan.skipped.size() == 4);
+  CHECK(absl::StartsWith(SkipReason(plan, "device 107 (fra1-pdu-a)"), "0U device"));
+  CHECK(absl::StartsWith(SkipReason(plan, "device 108 (fra1-console)"), "half-U device (u_height 0.5)"));
+  CHECK(absl::StartsWith(SkipReason(plan, "device 110 (fra1-blade-01)"),
+                         "child device in a chassis (parent device 109)"));
+  CHECK(absl::StartsWith(SkipReason(plan, "device 112 (fra1-spare-01)"), "non-racked device"));
+}
+
+TEST_CASE("fixtures: the rack reservation becomes one blocking per run of units") {
+  const Plan plan = FixturePlan();
+  REQUIRE(plan.blocks.size() == 2);
+  CHECK(plan.blocks[0].request.first_unit() == 30);
+  CHECK(plan.blocks[0].request.last_unit() == 32);
+  CHECK(plan.blocks[1].request.first_unit() == 35);
+  CHECK(plan.blocks[1].request.last_unit() == 35);
+  CHECK(plan.blocks[0].request.both_sides());
+  CHECK(plan.blocks[0].request.reason() ==
+        "NetBox rack reservation 201 for alice: customer X expansion");
+}
+
+TEST_CASE("fixtures: the overlap NetBox records is found before any write") {
+  const std::map<int64_t, std::vector<v1::Slot>> overlaps = OverlappingPlacements(FixturePlan());
+  REQUIRE(overlaps.size() == 1);
+  REQUIRE(overlaps.count(106) == 1);
+  CHECK(DescribeSlotRanges(overlaps.at(106)) == "front+rear U21");
+}
+
+TEST_CASE("request ids: derived from NetBox ids, stable, shaped as UUIDs") {
+  const Plan first = FixturePlan();
+  const Plan second = FixturePlan();
+  CHECK(first.devices[0].request.request_id() == second.devices[0].request.request_id());
+  CHECK(first.devices[0].request.request_id() != first.devices[1].request.request_id());
+  const std::string id = DerivedRequestId("netbox device 101");
+  CHECK(id.size() == 36);
+  CHECK(id[8] == '-');
+  CHECK(id[14] == '8');  // version 8: derived, not random
+  CHECK(id == DerivedRequestId("netbox device 101"));
+  // A site mapped to another dcl name is another request.
+  const Plan mapped = FixturePlan({{"fra1", "FRA1"}});
+  CHECK(mapped.sites[0].request.name() == "FRA1");
+  CHECK(mapped.sites[0].request.request_id() != first.sites[0].request.request_id());
+}
+
+TEST_CASE("claimed slots: full depth takes both sides, half one, an open frame the front") {
+  CHECK(DescribeSlotRanges(ClaimedSlots(9, 2, v1::SIDE_FRONT, v1::DEPTH_FULL, true)) ==
+        "front+rear U9-U10");
+  CHECK(DescribeSlotRanges(ClaimedSlots(9, 1, v1::SIDE_REAR, v1::DEPTH_HALF, true)) == "rear U9");
+  CHECK(DescribeSlotRanges(ClaimedSlots(9, 1, v1::SIDE_FRONT, v1::DEPTH_UNKNOWN, false)) ==
+        "front U9");
+}
+
+TEST_CASE("input refused: a page of a longer list, a missing field, a bad site map") {
+  std::map<std::string, std::string> files = Fixtures();
+  files["devices.json"] =
+      R"({"count": 40, "next": "https://nb/api/dcim/devices/?limit=10&offset=10",
+          "previous": null, "results": []})";
+  absl::StatusOr<Export> paged = ParseExport(files);
+  REQUIRE_FALSE(paged.ok());
+  CHECK(absl::StrContains(paged.status().message(), "devices.json: only one page"));
+
+  files = Fixtures();
+  files["racks.json"] = R"({"count": 1, "next": null, "results": [{"id": 5, "name": "R"}]})";
+  absl::StatusOr<Export> no_site = ParseExport(files);
+  REQUIRE_FALSE(no_site.ok());
+  CHECK(absl::StrContains(no_site.status().message(), "racks.json results[0]: no \"site\""));
+
+  files = Fixtures();
+  files.erase("sites.json");
+  CHECK_FALSE(ParseExport(files).ok());
+
+  CHECK_FALSE(ParseSiteMap("fra1").ok());
+  CHECK(ParseSiteMap("fra1=FRA1, ams=AMS2")->at("ams") == "AMS2");
+}
+
+TEST_CASE("older NetBox: `type` instead of form_factor, decimals as strings, bare ids") {
+  std::map<std::string, std::string> files = Fixtures();
+  files["racks.json"] = R"({"count": 1, "next": null, "results": [
+      {"id": 7, "name": "OLD-1", "site": 1, "u_height": 12, "starting_unit": 0,
+       "desc_units": false, "type": {"value": "4-post-frame", "label": "4-post frame"}}]})";
+  files["devices.json"] = R"({"count": 1, "next": null, "results": [
+      {"id": 9, "name": "old", "site": {"id": 1}, "device_type": {"id": 21},
+       "rack": {"id": 7}, "position": "3.0", "face": "front", "parent_device": null,
+       "serial": "S9", "status": "active"}]})";
+  files["rack-reservations.json"] = R"({"count": 0, "next": null, "results": []})";
+  absl::StatusOr<Export> in = ParseExport(files);
+  INFO(in.status().ToString());
+  REQUIRE(in.ok());
+  absl::StatusOr<Plan> plan = MakePlan(*in, {});
+  REQUIRE(plan.ok());
+  REQUIRE(plan->racks.size() == 1);
+  CHECK(plan->racks[0].request.geometry().first_unit() == 0);
+  CHECK_FALSE(plan->racks[0].request.geometry().has_rear());
+  REQUIRE(plan->devices.size() == 1);
+  CHECK(plan->devices[0].unit == 3);
+}
+
+}  // namespace
+}  // namespace dcl::admin::netbox
