@@ -41,6 +41,7 @@
 #include "services/admin/netbox_import.h"
 #include "services/admin/rack_elevation.h"
 #include "services/admin/text_table.h"
+#include "services/common/grpc_status.h"
 
 // Where the calls go (grpc_client.h has the order of precedence).
 ABSL_FLAG(std::string, target, "",
@@ -1095,6 +1096,16 @@ int ImportNetbox(Invocation& inv) {
     v1::Device device;
     auto [status, replayed] =
         call([&](grpc::ClientContext* c) { return inventory->RegisterDevice(c, req, &device); });
+    // A business refusal of one device (its serial belongs to another device of the
+    // organization, say) is reported and the import goes on; its placement is not attempted.
+    if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+        status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      report.refused.push_back(
+          {absl::StrCat("device ", p.netbox_id,
+                        p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")"),
+           absl::StrCat("registration refused: ", status.error_message())});
+      continue;
+    }
     if (!status.ok()) return fail(status);
     device_id[p.netbox_id] = device.id();
     ++(replayed ? report.counts["devices"].unchanged : report.counts["devices"].created);
@@ -1126,7 +1137,9 @@ int ImportNetbox(Invocation& inv) {
     const std::vector<v1::Slot> slots =
         netbox::ClaimedSlots(p.lowest_number, p.request.height_units(), p.side, p.request.depth_class(),
                              rack_has_rear[p.rack_netbox_id]);
-    const std::string& device = device_id[p.netbox_id];
+    const auto registered = device_id.find(p.netbox_id);
+    if (registered == device_id.end()) continue;  // its registration was refused, reported above
+    const std::string& device = registered->second;
     auto rack = elevation.find(p.rack_netbox_id);
     if (!device.empty() && rack != elevation.end() &&
         HasBooking(rack->second, v1::BOOKING_PLACEMENT, device, slots)) {
@@ -1155,9 +1168,12 @@ int ImportNetbox(Invocation& inv) {
         call([&](grpc::ClientContext* c) { return occupancy->PlaceDevice(c, req, &booking); });
     if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
         status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
-      report.refused.push_back({what, absl::StrCat("placement at ", where,
-                                                   " refused: units taken: ",
-                                                   CollidingUnits(status))});
+      const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
+      const bool occupied = detail.has_value() && detail->reason() == v1::UNIT_OCCUPIED;
+      report.refused.push_back(
+          {what, absl::StrCat("placement at ", where, " refused: ",
+                              occupied ? "units taken: " + CollidingUnits(status)
+                                       : status.error_message())});
       continue;
     }
     if (!status.ok()) return fail(status);
