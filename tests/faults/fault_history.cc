@@ -171,6 +171,9 @@ std::string PgCrash(Context& c) {
 std::string IdleLocks(Context& c) {
   pqxx::connection conn(c.db.url());
   pqxx::work tx(conn);
+  // Taking the locks may deadlock with a server's transaction or wait long for one: then this
+  // attempt ends (the caller tries again), the servers' transactions carry on.
+  tx.exec("SET LOCAL lock_timeout = '2s'");
   const std::string org = c.world.org;
   int64_t rows = 0;
   for (const std::string& sql : {
@@ -310,6 +313,17 @@ int Main() {
   std::atomic<bool> stop{false};
   const auto start = Clock::now();
   std::vector<std::thread> threads;
+  // Whatever ends the run (an exception too), the clients stop before their state goes away.
+  struct StopClients {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~StopClients() {
+      stop.store(true);
+      for (std::thread& thread : threads) {
+        if (thread.joinable()) thread.join();
+      }
+    }
+  } stop_clients{stop, threads};
   for (auto& client : reservation_clients) {
     threads.emplace_back([&stop, &client] { client->Run(stop); });
   }
@@ -352,7 +366,19 @@ int Main() {
     const Fault& fault = schedule[i];
     report.SetPhase(absl::StrCat(i + 1, " ", fault.name, " (during)"));
     const double injected = Since(start);
-    const std::string what = fault.inject(context);
+    std::string what;
+    for (int attempt = 1; what.empty(); ++attempt) {
+      try {
+        what = fault.inject(context);
+      } catch (const std::exception& e) {
+        // Not the services' failure: the fault itself could not be injected this time.
+        report.Note(absl::StrCat(fault.name, ": injection attempts that failed"));
+        if (attempt == 3) {
+          report.Fail(absl::StrCat("fault ", fault.name, " could not be injected: ", e.what()));
+          what = "not injected";
+        }
+      }
+    }
     report.FaultEnded(absl::StrCat(i + 1, " ", fault.name));
     report.SetPhase(absl::StrCat(i + 1, " ", fault.name, " (after)"));
     std::printf("  %5.1f s .. %5.1f s: %s\n", injected, Since(start), what.c_str());
@@ -362,6 +388,7 @@ int Main() {
   report.SetPhase(absl::StrCat(slots + 1, " end"));
   stop.store(true);
   for (std::thread& thread : threads) thread.join();
+  threads.clear();
   for (auto& client : reservation_clients) client->ResolveUnanswered();
   std::printf("  %5.1f s: load stopped, unanswered calls resolved\n", Since(start));
 
