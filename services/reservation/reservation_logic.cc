@@ -192,15 +192,12 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
       break;
   }
 
-  // 6. A refusal, explained: pass 1's classification of every device of the organization (extra
-  // round trips only here). Eligible machines that the walk could not take (locked by other
+  // 6. A refusal, explained: pass 1's classification of every device of the organization (one
+  // more round trip, only here). Eligible machines that the walk could not take (locked by other
   // orders, or beyond the walk's bound on a nearly sold-out site) mean "retry now"; none mean
   // "buy more iron".
-  absl::StatusOr<ExclusionSummary> summary =
-      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<ExclusionSummary> {
-        // A whole-organization scan is planned above jit_above_cost; compiling it costs more
-        // than running it.
-        tx.exec("SET LOCAL jit = off");
+  absl::StatusOr<ExclusionSummary> summary = pool_.AutocommitIdempotent(
+      [&](pqxx::nontransaction& tx) -> absl::StatusOr<ExclusionSummary> {
         return Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
       });
   if (!summary.ok()) return summary.status();
