@@ -156,12 +156,26 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
   // 1-4. The common path is one statement in autocommit: the key, the site, the walk, the lock
   // and the hold, all inside dcl_reserve (see reservation_store.h). Calling it again after a
   // broken connection is safe: the key replays a hold that did commit.
-  absl::StatusOr<ReserveOutcome> outcome =
-      pool_.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<ReserveOutcome> {
-        return Store::ReserveInDatabase(tx, org, key, criteria, walk_start, ttl,
-                                        principal.Actor(), limits);
+  // 6. A refusal is explained on the same connection, right after (step 6 below): one lease of
+  // the pool per call, so a refusal does not queue for a connection twice when many callers
+  // are refused at once.
+  struct Decision {
+    ReserveOutcome outcome;
+    std::optional<ExclusionSummary> summary;
+  };
+  absl::StatusOr<Decision> decision =
+      pool_.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Decision> {
+        Decision d;
+        d.outcome = Store::ReserveInDatabase(tx, org, key, criteria, walk_start, ttl,
+                                             principal.Actor(), limits);
+        if (d.outcome.kind == ReserveOutcome::Kind::kNoCandidate ||
+            d.outcome.kind == ReserveOutcome::Kind::kWalkLimit) {
+          d.summary = Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
+        }
+        return d;
       });
-  if (!outcome.ok()) return outcome.status();
+  if (!decision.ok()) return decision.status();
+  const ReserveOutcome* outcome = &decision->outcome;
   using Kind = ReserveOutcome::Kind;
   switch (outcome->kind) {
     case Kind::kHeld:
@@ -192,18 +206,12 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
       break;
   }
 
-  // 6. A refusal, explained: pass 1's classification of every device of the organization (extra
-  // round trips only here). Eligible machines that the walk could not take (locked by other
-  // orders, or beyond the walk's bound on a nearly sold-out site) mean "retry now"; none mean
-  // "buy more iron".
-  absl::StatusOr<ExclusionSummary> summary =
-      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<ExclusionSummary> {
-        // A whole-organization scan is planned above jit_above_cost; compiling it costs more
-        // than running it.
-        tx.exec("SET LOCAL jit = off");
-        return Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
-      });
-  if (!summary.ok()) return summary.status();
+  // 6. A refusal, explained: pass 1's classification of every device of the organization (one
+  // more statement, only here, read above). Eligible machines that the walk could not take
+  // (locked by other orders, or beyond the walk's bound on a nearly sold-out site) mean "retry
+  // now"; none mean "buy more iron".
+  const std::optional<ExclusionSummary>& summary = decision->summary;
+  if (!summary) return Internal("a refusal without its exclusion summary");
   if (summary->eligible > 0) return Contended(outcome->candidates_examined, outcome->lost_races);
   return NoCapacity(*summary);
 }

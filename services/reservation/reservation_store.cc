@@ -136,39 +136,32 @@ std::vector<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::s
   return out;
 }
 
-ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std::string& org,
+ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::transaction_base& tx,
+                                                       const std::string& org,
                                                        const Criteria& criteria, int max_listed) {
-  // One row per distinct combination of facts (a handful), each with its count and the first
-  // few device ids; Classify() turns each combination into a reason.
+  // One row per distinct combination of the asked site's facts (a handful), each with its count
+  // and the first few device ids, plus one row counting the devices at the organization's other
+  // sites (dcl_exclusion_summary, schema/migrations/0022_exclusion_summary.sql). Classify()
+  // turns each combination into a reason.
   pqxx::result rows = tx.exec_params(
-      absl::StrCat("SELECT site_id, vendor, model, hardware_profile, process_state, bound, held, "
-                   "count(*), array_to_string((array_agg(id ORDER BY id))[1:$2], ','), "
-                   "decommissioned "
-                   "FROM (SELECT d.id::text, d.site_id::text, d.vendor, d.model, "
-                   "d.hardware_profile, d.process_state, "
-                   // Devices at other sites are wrong_site whatever else they are: their
-                   // bindings and holds are not looked up.
-                   "CASE WHEN d.site_id = $3::uuid THEN EXISTS (SELECT 1 FROM service_bindings b "
-                   "  WHERE b.device_id = d.id AND b.ended_at IS NULL) ELSE false END, "
-                   "CASE WHEN d.site_id = $3::uuid THEN EXISTS (SELECT 1 FROM reservations h "
-                   "  WHERE h.device_id = d.id AND h.state = 'held') ELSE false END, "
-                   "d.decommissioned_at IS NOT NULL "
-                   "FROM devices d WHERE d.org_id = $1) AS f(id, site_id, vendor, model, "
-                   "hardware_profile, process_state, bound, held, decommissioned) "
-                   "GROUP BY 1, 2, 3, 4, 5, 6, 7, 10"),
-      org, max_listed, criteria.site_id);
+      "SELECT at_asked_site, vendor, model, hardware_profile, process_state, bound, held, "
+      "decommissioned, devices, first_ids FROM dcl_exclusion_summary($1, $2, $3)",
+      org, criteria.site_id, max_listed);
   ExclusionSummary summary;
   for (const pqxx::row& row : rows) {
     DeviceFacts facts;
-    facts.site_id = row[0].as<std::string>();
+    const bool at_asked_site = row[0].as<bool>();
+    // The other sites' row carries no facts but "not this site": Classify checks the site
+    // first, so that alone makes each of them wrong_site.
+    facts.site_id = at_asked_site ? criteria.site_id : std::string();
     facts.vendor = row[1].as<std::string>();
     facts.model = row[2].as<std::string>();
     facts.hardware_profile = row[3].as<std::string>();
     facts.process_state = row[4].as<std::string>();
     facts.bound = row[5].as<bool>();
     facts.held = row[6].as<bool>();
-    facts.decommissioned = row[9].as<bool>();
-    const int count = row[7].as<int>();
+    facts.decommissioned = row[7].as<bool>();
+    const int count = row[8].as<int>();
     const Exclusion exclusion = Classify(criteria, facts);
     summary.counts[static_cast<size_t>(exclusion)] += count;
     if (exclusion == Exclusion::kEligible) {
@@ -177,7 +170,7 @@ ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::work& tx, const std
     }
     // Devices at other sites are counted, not listed: they say nothing about this site.
     if (exclusion == Exclusion::kWrongSite) continue;
-    for (absl::string_view id : absl::StrSplit(row[8].as<std::string>(), ',', absl::SkipEmpty())) {
+    for (absl::string_view id : absl::StrSplit(row[9].as<std::string>(), ',', absl::SkipEmpty())) {
       if (static_cast<int>(summary.listed.size()) >= max_listed) break;
       summary.listed.emplace_back(std::string(id), exclusion);
     }

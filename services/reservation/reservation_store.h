@@ -86,9 +86,10 @@ class ReservationStore {
                                            std::vector<ListCursor>* cursors);
 
   // --- devices as candidates
-  // Every device of the organization, grouped by facts and classified (the explanation of a
-  // refusal: runs only when Reserve found nothing to hold).
-  static ExclusionSummary SummarizeExclusions(pqxx::work& tx, const std::string& org,
+  // Every device of the organization classified (the explanation of a refusal: runs only when
+  // Reserve found nothing to hold): the asked site's devices grouped by facts, the other sites'
+  // devices as one wrong_site count. One read-only statement; autocommit is enough.
+  static ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::string& org,
                                               const Criteria& criteria, int max_listed);
 
   // --- reservations: the write path

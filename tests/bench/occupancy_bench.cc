@@ -8,6 +8,10 @@
 // every outcome, and an audit that nothing is double-booked (checked on the booking headers'
 // ranges, independently of the slot index that enforces it) and that the database holds exactly
 // the bookings the clients believe they hold.
+// Beside each scenario, the commit ceiling measured in the same run on the same cluster: one-row
+// INSERTs, one per transaction (autocommit), at the same number of clients, each on its own
+// connection, for the same duration; "ratio" = calls/s / INSERT tx/s, printed for PlaceDevice
+// alone and for every write call (PlaceDevice + ReleaseBooking; each client alternates them).
 //
 // Run: DCL_BAZEL_OUTPUT_ROOT=/work/.bazel-me tests/bench/run_occupancy_bench [--seconds=N ...]
 // (a throwaway PostgreSQL, optimised build), or against any migrated database:
@@ -177,9 +181,50 @@ Audit RunAudit(const std::string& url, const World& w, const std::set<std::strin
   return a;
 }
 
+// The commit ceiling: `clients` connections each committing one-row INSERTs (autocommit, one
+// statement per transaction) for `seconds`. Returns transactions per second.
+double InsertCeiling(const std::string& url, int clients, int seconds) {
+  {
+    pqxx::connection conn(url);
+    pqxx::nontransaction tx(conn);
+    tx.exec("CREATE TABLE IF NOT EXISTS bench_ceiling (id bigserial PRIMARY KEY, "
+            "at timestamptz NOT NULL DEFAULT now(), client integer NOT NULL)");
+  }
+  std::atomic<long long> committed{0};
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      pqxx::connection conn(url);
+      conn.prepare("ceiling", "INSERT INTO bench_ceiling (client) VALUES ($1)");
+      ++ready;
+      while (!go) std::this_thread::yield();
+      const auto until = Clock::now() + std::chrono::seconds(seconds);
+      long long n = 0;
+      while (Clock::now() < until) {
+        pqxx::nontransaction tx(conn);
+        tx.exec_prepared("ceiling", c);
+        ++n;
+      }
+      committed += n;
+    });
+  }
+  while (ready < clients) std::this_thread::yield();
+  const auto start = Clock::now();
+  go = true;
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  pqxx::connection conn(url);
+  pqxx::nontransaction tx(conn);
+  tx.exec("TRUNCATE bench_ceiling");
+  return committed / elapsed;
+}
+
 bool RunScenario(const std::string& url, const std::string& name, int racks, int clients,
                  int devices_per_client, int seconds) {
   World w = Seed(url, name, racks, clients, devices_per_client);
+  const double ceiling = InsertCeiling(url, clients, seconds);
   DbOptions options;
   options.url = url;
   options.pool_size = clients;
@@ -270,6 +315,13 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
   std::printf("%-34s %12lld\n", "placements (OK)", static_cast<long long>(placed));
   std::printf("%-34s %12.1f\n", "placements/s", placed / elapsed);
   std::printf("%-34s %12.1f\n", "PlaceDevice calls/s", place_ms.size() / elapsed);
+  std::printf("%-34s %12.1f\n", "write calls/s (place + release)",
+              (place_ms.size() + release_ms.size()) / elapsed);
+  std::printf("%-34s %12.0f\n", "ceiling: one-row INSERT tx/s", ceiling);
+  std::printf("%-34s %12.3f\n", "ratio: PlaceDevice calls/ceiling",
+              place_ms.size() / elapsed / ceiling);
+  std::printf("%-34s %12.3f\n", "ratio: write calls/ceiling",
+              (place_ms.size() + release_ms.size()) / elapsed / ceiling);
   std::printf("%-34s %12.2f\n", "PlaceDevice p50 ms", Percentile(place_ms, 0.50));
   std::printf("%-34s %12.2f\n", "PlaceDevice p99 ms", Percentile(place_ms, 0.99));
   std::printf("%-34s %12zu\n", "ReleaseBooking calls", release_ms.size());

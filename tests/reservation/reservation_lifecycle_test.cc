@@ -126,6 +126,42 @@ TEST_CASE("NO_CAPACITY counts every exclusion reason and lists a bounded set of 
   CHECK(response.reservation().device_id() == hpe);
 }
 
+TEST_CASE("NO_CAPACITY's wrong_site is every device of the organization at other sites, whatever "
+          "else it is, and only the organization's") {
+  ReservationEnv env;
+  const std::string ams = testing::CreateSite(env.db, env.org, "AMS1");
+  const std::string cdg = testing::CreateSite(env.db, env.org, "CDG1");
+  env.DeviceAt(ams);
+  testing::DeviceSpec staging;
+  staging.process_state = "staging";
+  env.DeviceAt(ams, staging);
+  const std::string retired = env.DeviceAt(cdg);
+  env.db.Exec("UPDATE devices SET decommissioned_at = now(), decommissioned_by = 'test' "
+              "WHERE id = '" + retired + "'");
+  // Held elsewhere: a hold on another site's machine does not make it held_by_another_order here.
+  v1::ReserveResponse held_elsewhere;
+  const std::string cdg_ready = env.DeviceAt(cdg);
+  REQUIRE(env.logic.Reserve(env.commerce, ReserveRequest("cdg", cdg), &held_elsewhere).ok());
+  CHECK(held_elsewhere.reservation().device_id() == cdg_ready);
+  // Another organization's machines at its own site are not counted at all.
+  const std::string other_org = testing::CreateOrg(env.db, "globex");
+  const std::string other_site = testing::CreateSite(env.db, other_org, "LHR1");
+  testing::CreateDevice(env.db, other_org, other_site);
+  testing::CreateDevice(env.db, other_org, other_site);
+  env.Device(staging);
+  v1::ReserveResponse response;
+  absl::Status status =
+      env.logic.Reserve(env.commerce, ReserveRequest("here", env.site), &response);
+  REQUIRE(IsNoCapacity(status));
+  CHECK(ExclusionCountOf(status, "wrong_site") == 4);
+  CHECK(ExclusionCountOf(status, "not_ready_staging") == 1);
+  CHECK(ExclusionCountOf(status, "decommissioned") == 0);
+  CHECK(ExclusionCountOf(status, "held_by_another_order") == 0);
+  CHECK(ExclusionCountOf(status, "eligible") == 0);
+  // Every listed device is at the asked site: the other sites are counted, not listed.
+  CHECK(GetErrorDetail(status)->excluded_devices_size() == 1);
+}
+
 TEST_CASE(
     "Convert writes the binding and converts the hold in one transaction; again is a replay") {
   ReservationEnv env;
