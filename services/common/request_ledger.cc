@@ -113,4 +113,10 @@ absl::Status Finish(pqxx::transaction_base& tx, const Claim& claim,
   return absl::OkStatus();
 }
 
+void Abandon(pqxx::transaction_base& tx, const Claim& claim) {
+  if (claim.request_id.empty() || claim.replay) return;
+  tx.exec_params("DELETE FROM client_requests WHERE org_id = $1::uuid AND request_id = $2",
+                 claim.org_id, claim.request_id);
+}
+
 }  // namespace dcl::request_ledger

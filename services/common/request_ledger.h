@@ -66,6 +66,11 @@ absl::StatusOr<Claim> Begin(pqxx::transaction_base& tx, const std::string& org_i
 absl::Status Finish(pqxx::transaction_base& tx, const Claim& claim,
                     const google::protobuf::Message& response);
 
+// Drops the claim of a call whose transaction commits although the call is refused (Convert
+// records an expired hold and answers HOLD_EXPIRED): no row stays, as for any other refusal, and
+// a retry with the same id runs again. A no-op without a request id.
+void Abandon(pqxx::transaction_base& tx, const Claim& claim);
+
 }  // namespace dcl::request_ledger
 
 #endif  // DCL_SERVICES_COMMON_REQUEST_LEDGER_H_

@@ -12,6 +12,7 @@
 #include "services/common/db_errors.h"
 #include "services/common/logging.h"
 #include "services/common/metrics.h"
+#include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
 #include "services/moves/move_convert.h"
@@ -220,9 +221,16 @@ absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, con
   return absl::OkStatus();
 }
 
+// `request` and `request_id`: the AdvanceMove or CancelMove call, for the client request ledger.
 absl::Status Advance(DbPool& pool, const Principal& p, const std::string& move_id, MoveState target,
-                     Observation observation, const std::string& note, v1::Move* out) {
+                     Observation observation, const std::string& note, Rpc rpc,
+                     const google::protobuf::Message& request, const std::string& request_id,
+                     v1::Move* out, bool* replayed) {
   return pool.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, rpc, request_id, request);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
     // Lock order everywhere: device, then move (StartMove locks the device first too).
     absl::StatusOr<MoveRecord> peek = LoadMove(tx, p.org_id, move_id, /*for_update=*/false);
     if (!peek.ok()) return peek.status();
@@ -251,14 +259,14 @@ absl::Status Advance(DbPool& pool, const Principal& p, const std::string& move_i
     absl::StatusOr<MoveRecord> after = LoadMove(tx, p.org_id, move_id, false);
     if (!after.ok()) return after.status();
     *out = ToProto(*after);
-    return absl::OkStatus();
+    return request_ledger::Finish(tx, *claim, *out);
   });
 }
 
 }  // namespace
 
 absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest& req,
-                                  v1::Move* out) {
+                                  v1::Move* out, bool* replayed) {
   if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
   if (absl::Status s = CheckId("destination_rack_id", req.destination_rack_id()); !s.ok()) {
     return s;
@@ -271,6 +279,11 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
   const std::string side = occupancy::SideName(req.destination_side());
 
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    // The claim first: a concurrent retry with the same id waits here, before any lock below.
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kStartMove, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
     // Preflight. The device row lock queues concurrent StartMove calls for one device; the
     // second then sees the first's open move here. The index moves_one_open_per_device is the
     // boundary all the same.
@@ -354,12 +367,12 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
     AppendEvent(tx, p.org_id, *move_id, std::nullopt, initial, "", req.note(), p.Actor());
     AppendLocation(tx, LocationAt(p, *m, initial, source.rack_id(), &source, req.note()));
     *out = ToProto(*m);
-    return absl::OkStatus();
+    return request_ledger::Finish(tx, *claim, *out);
   });
 }
 
 absl::Status MoveLogic::AdvanceMove(const Principal& p, const v1::AdvanceMoveRequest& req,
-                                    v1::Move* out) {
+                                    v1::Move* out, bool* replayed) {
   if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
   MoveState target;
   if (!FromProtoState(req.target(), &target)) {
@@ -370,15 +383,16 @@ absl::Status MoveLogic::AdvanceMove(const Principal& p, const v1::AdvanceMoveReq
     return InvalidInput("observation", "unknown observation");
   }
   if (absl::Status s = CheckText("note", req.note(), kMaxNoteLength, false); !s.ok()) return s;
-  return Advance(pool_, p, req.move_id(), target, observation, req.note(), out);
+  return Advance(pool_, p, req.move_id(), target, observation, req.note(), Rpc::kAdvanceMove, req,
+                 req.request_id(), out, replayed);
 }
 
 absl::Status MoveLogic::CancelMove(const Principal& p, const v1::CancelMoveRequest& req,
-                                   v1::Move* out) {
+                                   v1::Move* out, bool* replayed) {
   if (absl::Status s = CheckId("move_id", req.move_id()); !s.ok()) return s;
   if (absl::Status s = CheckText("note", req.note(), kMaxNoteLength, false); !s.ok()) return s;
   return Advance(pool_, p, req.move_id(), MoveState::kCancelled, Observation::kNone, req.note(),
-                 out);
+                 Rpc::kCancelMove, req, req.request_id(), out, replayed);
 }
 
 absl::Status MoveLogic::GetMove(const Principal& p, const v1::GetMoveRequest& req, v1::Move* out) {
@@ -468,7 +482,7 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
 }
 
 absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
-                                        v1::LocationRecord* out) {
+                                        v1::LocationRecord* out, bool* replayed) {
   if (req.corrects_id() <= 0) {
     return InvalidInput("corrects_id", "must name a row of the device's location history");
   }
@@ -490,6 +504,10 @@ absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLoc
     }
   }
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kCorrectLocation, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
     std::optional<LocationRecordRow> corrected = LoadLocation(tx, p.org_id, req.corrects_id());
     if (!corrected) return NotFound("location record", absl::StrCat(req.corrects_id()));
     if (corrected->row.corrects_id != 0) {
@@ -535,7 +553,7 @@ absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLoc
     std::optional<LocationRecordRow> appended = LoadLocation(tx, p.org_id, id);
     if (!appended) return Internal("the appended correction is not readable");
     *out = ToProto(*appended);
-    return absl::OkStatus();
+    return request_ledger::Finish(tx, *claim, *out);
   });
 }
 

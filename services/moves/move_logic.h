@@ -54,9 +54,15 @@ class MoveLogic {
   MoveLogic(const MoveLogic&) = delete;
   MoveLogic& operator=(const MoveLogic&) = delete;
 
-  absl::Status StartMove(const Principal& p, const v1::StartMoveRequest& req, v1::Move* out);
-  absl::Status AdvanceMove(const Principal& p, const v1::AdvanceMoveRequest& req, v1::Move* out);
-  absl::Status CancelMove(const Principal& p, const v1::CancelMoveRequest& req, v1::Move* out);
+  // The writes take the request's client request id (request_ledger.h), claimed in the write's
+  // own transaction (the booking store calls of a move run inside it): a call with an id
+  // already answered sets *replayed (may be null) and returns the first answer.
+  absl::Status StartMove(const Principal& p, const v1::StartMoveRequest& req, v1::Move* out,
+                         bool* replayed = nullptr);
+  absl::Status AdvanceMove(const Principal& p, const v1::AdvanceMoveRequest& req, v1::Move* out,
+                           bool* replayed = nullptr);
+  absl::Status CancelMove(const Principal& p, const v1::CancelMoveRequest& req, v1::Move* out,
+                          bool* replayed = nullptr);
   absl::Status GetMove(const Principal& p, const v1::GetMoveRequest& req, v1::Move* out);
   absl::Status ListMoves(const Principal& p, const v1::ListMovesRequest& req,
                          v1::ListMovesResponse* out);
@@ -70,7 +76,7 @@ class MoveLogic {
   // The corrected row is never changed (the table refuses it). A correction corrects an original
   // row, never another correction: a wrong correction is corrected by a newer one of the same row.
   absl::Status CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
-                               v1::LocationRecord* out);
+                               v1::LocationRecord* out, bool* replayed = nullptr);
 
   // Replays the move's events from the first, then emits each new one as it is committed, in
   // order, exactly once; returns OK after emitting a terminal state. Returns CANCELLED when

@@ -4,20 +4,23 @@ namespace dcl::moves {
 
 grpc::Status MoveServiceImpl::StartMove(grpc::ServerContext* ctx, const v1::StartMoveRequest* req,
                                         v1::Move* resp) {
-  return gate_.Run(ctx, Rpc::kStartMove, *req,
-                   [&](const Principal& p) { return logic_.StartMove(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kStartMove, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.StartMove(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status MoveServiceImpl::AdvanceMove(grpc::ServerContext* ctx,
                                           const v1::AdvanceMoveRequest* req, v1::Move* resp) {
-  return gate_.Run(ctx, Rpc::kAdvanceMove, *req,
-                   [&](const Principal& p) { return logic_.AdvanceMove(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kAdvanceMove, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.AdvanceMove(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status MoveServiceImpl::CancelMove(grpc::ServerContext* ctx, const v1::CancelMoveRequest* req,
                                          v1::Move* resp) {
-  return gate_.Run(ctx, Rpc::kCancelMove, *req,
-                   [&](const Principal& p) { return logic_.CancelMove(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kCancelMove, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.CancelMove(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status MoveServiceImpl::GetMove(grpc::ServerContext* ctx, const v1::GetMoveRequest* req,
@@ -42,8 +45,9 @@ grpc::Status MoveServiceImpl::ListLocationHistory(grpc::ServerContext* ctx,
 grpc::Status MoveServiceImpl::CorrectLocation(grpc::ServerContext* ctx,
                                               const v1::CorrectLocationRequest* req,
                                               v1::LocationRecord* resp) {
-  return gate_.Run(ctx, Rpc::kCorrectLocation, *req,
-                   [&](const Principal& p) { return logic_.CorrectLocation(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kCorrectLocation, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.CorrectLocation(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status MoveServiceImpl::WatchMove(grpc::ServerContext* ctx, const v1::WatchMoveRequest* req,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
 
@@ -200,16 +201,24 @@ absl::Status OccupancyLogic::PlanBooking(const Principal& p, const v1::PlanBooki
   return absl::OkStatus();
 }
 
-absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec, v1::Booking* out) {
-  absl::StatusOr<v1::Booking> booking =
-      pool_.Transact([&](pqxx::work& tx) { return CreateBooking(tx, p, spec); });
-  if (!booking.ok()) return booking.status();
-  *out = *std::move(booking);
-  return absl::OkStatus();
+absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec, Rpc rpc,
+                                    const google::protobuf::Message& request,
+                                    const std::string& request_id, v1::Booking* out,
+                                    bool* replayed) {
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, rpc, request_id, request);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    absl::StatusOr<v1::Booking> booking = CreateBooking(tx, p, spec);
+    if (!booking.ok()) return booking.status();
+    *out = *std::move(booking);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
 }
 
 absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
-                                         v1::Booking* out) {
+                                         v1::Booking* out, bool* replayed) {
   BookingSpec spec;
   spec.rack_id = req.rack_id();
   spec.kind = v1::BOOKING_PLACEMENT;
@@ -217,11 +226,11 @@ absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDevi
   spec.side = req.side();
   spec.first_unit = req.unit();
   spec.reason = req.reason();
-  return Create(p, spec, out);
+  return Create(p, spec, Rpc::kPlaceDevice, req, req.request_id(), out, replayed);
 }
 
 absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req,
-                                        v1::Booking* out) {
+                                        v1::Booking* out, bool* replayed) {
   BookingSpec spec;
   spec.rack_id = req.rack_id();
   spec.kind = v1::BOOKING_BLOCKING;
@@ -230,11 +239,11 @@ absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnits
   spec.first_unit = req.first_unit();
   spec.last_unit = req.last_unit();
   spec.reason = req.reason();
-  return Create(p, spec, out);
+  return Create(p, spec, Rpc::kBlockUnits, req, req.request_id(), out, replayed);
 }
 
 absl::Status OccupancyLogic::ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,
-                                          v1::Booking* out) {
+                                          v1::Booking* out, bool* replayed) {
   BookingSpec spec;
   spec.rack_id = req.rack_id();
   spec.kind = v1::BOOKING_RESERVATION;
@@ -245,18 +254,22 @@ absl::Status OccupancyLogic::ReserveUnits(const Principal& p, const v1::ReserveU
   spec.reason = req.reason();
   spec.ttl_seconds =
       req.ttl_seconds() == 0 ? options_.default_reservation_ttl_seconds : req.ttl_seconds();
-  return Create(p, spec, out);
+  return Create(p, spec, Rpc::kReserveUnits, req, req.request_id(), out, replayed);
 }
 
 absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
-                                            const v1::ReleaseBookingRequest& req,
-                                            v1::Booking* out) {
+                                            const v1::ReleaseBookingRequest& req, v1::Booking* out,
+                                            bool* replayed) {
   if (absl::Status s = CheckId("booking_id", req.booking_id()); !s.ok()) return s;
   if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, false); !s.ok()) {
     return s;
   }
-  absl::StatusOr<v1::Booking> released =
-      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Booking> {
+  return pool_.Transact(
+      [&](pqxx::work& tx) -> absl::Status {
+        absl::StatusOr<request_ledger::Claim> claim =
+            request_ledger::Begin(tx, p.org_id, Rpc::kReleaseBooking, req.request_id(), req);
+        if (!claim.ok()) return claim.status();
+        if (claim->replay) return claim->Replay(out, replayed);
         absl::StatusOr<v1::Booking> current = LoadBooking(tx, p, req.booking_id());
         if (!current.ok()) return current.status();
         // Enforced here, not in the schema: the move service releases its own holds.
@@ -283,11 +296,12 @@ absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
                 .Meta("move_id", open_move[0][0].as<std::string>());
           }
         }
-        return occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
+        absl::StatusOr<v1::Booking> released =
+            occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
+        if (!released.ok()) return released.status();
+        *out = *std::move(released);
+        return request_ledger::Finish(tx, *claim, *out);
       });
-  if (!released.ok()) return released.status();
-  *out = *std::move(released);
-  return absl::OkStatus();
 }
 
 }  // namespace dcl::occupancy

@@ -40,17 +40,24 @@ class OccupancyLogic {
   // Dry run: writes nothing.
   absl::Status PlanBooking(const Principal& p, const v1::PlanBookingRequest& req,
                            v1::PlanBookingResponse* out);
-  absl::Status PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req, v1::Booking* out);
-  absl::Status BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req, v1::Booking* out);
+  // The writes take the request's client request id (request_ledger.h): a call with an id
+  // already answered sets *replayed (may be null) and returns the first answer.
+  absl::Status PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req, v1::Booking* out,
+                           bool* replayed = nullptr);
+  absl::Status BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req, v1::Booking* out,
+                          bool* replayed = nullptr);
   absl::Status ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,
-                            v1::Booking* out);
+                            v1::Booking* out, bool* replayed = nullptr);
   // A move hold belongs to its move and is released by the move service (cancel the move);
   // refused here with WRONG_STATE. Every other kind is released, header and slots together.
   absl::Status ReleaseBooking(const Principal& p, const v1::ReleaseBookingRequest& req,
-                              v1::Booking* out);
+                              v1::Booking* out, bool* replayed = nullptr);
 
  private:
-  absl::Status Create(const Principal& p, const BookingSpec& spec, v1::Booking* out);
+  // The one booking write of PlaceDevice, BlockUnits and ReserveUnits, under `request`'s id.
+  absl::Status Create(const Principal& p, const BookingSpec& spec, Rpc rpc,
+                      const google::protobuf::Message& request, const std::string& request_id,
+                      v1::Booking* out, bool* replayed);
 
   DbPool& pool_;
   const OccupancyOptions options_;

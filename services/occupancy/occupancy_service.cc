@@ -25,28 +25,32 @@ grpc::Status OccupancyServiceImpl::PlanBooking(grpc::ServerContext* ctx,
 grpc::Status OccupancyServiceImpl::PlaceDevice(grpc::ServerContext* ctx,
                                                const v1::PlaceDeviceRequest* req,
                                                v1::Booking* resp) {
-  return gate_.Run(ctx, Rpc::kPlaceDevice, *req,
-                   [&](const Principal& p) { return logic_.PlaceDevice(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kPlaceDevice, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.PlaceDevice(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status OccupancyServiceImpl::BlockUnits(grpc::ServerContext* ctx,
                                               const v1::BlockUnitsRequest* req, v1::Booking* resp) {
-  return gate_.Run(ctx, Rpc::kBlockUnits, *req,
-                   [&](const Principal& p) { return logic_.BlockUnits(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kBlockUnits, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.BlockUnits(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status OccupancyServiceImpl::ReserveUnits(grpc::ServerContext* ctx,
                                                 const v1::ReserveUnitsRequest* req,
                                                 v1::Booking* resp) {
-  return gate_.Run(ctx, Rpc::kReserveUnits, *req,
-                   [&](const Principal& p) { return logic_.ReserveUnits(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kReserveUnits, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.ReserveUnits(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status OccupancyServiceImpl::ReleaseBooking(grpc::ServerContext* ctx,
                                                   const v1::ReleaseBookingRequest* req,
                                                   v1::Booking* resp) {
-  return gate_.Run(ctx, Rpc::kReleaseBooking, *req,
-                   [&](const Principal& p) { return logic_.ReleaseBooking(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kReleaseBooking, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.ReleaseBooking(p, *req, resp, replayed);
+  });
 }
 
 }  // namespace dcl::occupancy

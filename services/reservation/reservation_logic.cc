@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/logging.h"
+#include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
 #include "services/reservation/eligibility.h"
@@ -218,7 +219,7 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
 
 absl::Status ReservationLogic::Convert(const Principal& principal,
                                        const v1::ConvertRequest& request,
-                                       v1::ConvertResponse* response) {
+                                       v1::ConvertResponse* response, bool* replayed) {
   absl::StatusOr<Ref> ref = ParseRef(request.reservation());
   if (!ref.ok()) return ref.status();
   DCL_RETURN_IF_ERROR(CheckId("service_id", request.service_id()));
@@ -231,10 +232,17 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
     absl::Status refusal;
   };
   absl::StatusOr<Outcome> result = pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<Outcome> {
+    Outcome outcome;
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, org, Rpc::kConvert, request.request_id(), request);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) {
+      DCL_RETURN_IF_ERROR(claim->Replay(&outcome.response, replayed));
+      return outcome;
+    }
     std::optional<ReservationRecord> locked = Find(tx, org, *ref, /*lock=*/true);
     if (!locked) return NotFound("reservation", ref->Describe());
     const v1::Reservation& r = locked->proto;
-    Outcome outcome;
     if (r.state() == v1::RESERVATION_CONVERTED) {
       if (!absl::EqualsIgnoreCase(r.service_id(), request.service_id())) {
         return WrongState(r, "it was converted for another service");
@@ -244,6 +252,7 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
         *outcome.response.mutable_binding() = *binding;
       }
       outcome.response.set_replay(true);
+      DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, outcome.response));
       return outcome;
     }
     if (r.state() == v1::RESERVATION_EXPIRED) {
@@ -264,6 +273,8 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
                               "the hold expired before conversion; reserve again")
                             .Meta("reservation_id", r.id())
                             .Meta("state", "expired");
+      // This refusal commits (the expiry is recorded) but, like every refusal, keeps no claim.
+      request_ledger::Abandon(tx, *claim);
       return outcome;
     }
 
@@ -277,6 +288,7 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
     if (!converted) return Internal("converted reservation vanished");
     *outcome.response.mutable_reservation() = converted->proto;
     *outcome.response.mutable_binding() = *binding;
+    DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, outcome.response));
     return outcome;
   });
   if (!result.ok()) return result.status();
@@ -286,19 +298,27 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
 }
 
 absl::Status ReservationLogic::Cancel(const Principal& principal, const v1::CancelRequest& request,
-                                      v1::CancelResponse* response) {
+                                      v1::CancelResponse* response, bool* replayed) {
   absl::StatusOr<Ref> ref = ParseRef(request.reservation());
   if (!ref.ok()) return ref.status();
   DCL_RETURN_IF_ERROR(CheckText("reason", request.reason(), kMaxNoteLength, false));
   const std::string& org = principal.org_id;
   absl::StatusOr<v1::CancelResponse> result =
       pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::CancelResponse> {
+        v1::CancelResponse out;
+        absl::StatusOr<request_ledger::Claim> claim =
+            request_ledger::Begin(tx, org, Rpc::kCancel, request.request_id(), request);
+        if (!claim.ok()) return claim.status();
+        if (claim->replay) {
+          DCL_RETURN_IF_ERROR(claim->Replay(&out, replayed));
+          return out;
+        }
         std::optional<ReservationRecord> locked = Find(tx, org, *ref, /*lock=*/true);
         if (!locked) return NotFound("reservation", ref->Describe());
-        v1::CancelResponse out;
         if (locked->proto.state() == v1::RESERVATION_CANCELLED) {
           *out.mutable_reservation() = locked->proto;
           out.set_replay(true);
+          DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, out));
           return out;
         }
         if (locked->proto.state() != v1::RESERVATION_HELD) {
@@ -310,6 +330,7 @@ absl::Status ReservationLogic::Cancel(const Principal& principal, const v1::Canc
             Store::FindById(tx, org, locked->proto.id(), false);
         if (!cancelled) return Internal("cancelled reservation vanished");
         *out.mutable_reservation() = cancelled->proto;
+        DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, out));
         return out;
       });
   if (!result.ok()) return result.status();
@@ -382,15 +403,26 @@ absl::Status ReservationLogic::ListReservations(const Principal& principal,
 
 absl::Status ReservationLogic::CreateService(const Principal& principal,
                                              const v1::CreateServiceRequest& request,
-                                             v1::Service* response) {
+                                             v1::Service* response, bool* replayed) {
   if (request.kind() != "dedicated" && request.kind() != "vps") {
     return InvalidInput("kind", "must be \"dedicated\" or \"vps\"");
   }
   DCL_RETURN_IF_ERROR(CheckText("customer", request.customer(), kMaxNameLength, true));
   absl::StatusOr<v1::Service> result =
       pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Service> {
-        return Store::InsertService(tx, principal.org_id, request.kind(), request.customer(),
-                                    principal.Actor());
+        absl::StatusOr<request_ledger::Claim> claim = request_ledger::Begin(
+            tx, principal.org_id, Rpc::kCreateService, request.request_id(), request);
+        if (!claim.ok()) return claim.status();
+        v1::Service service;
+        if (claim->replay) {
+          DCL_RETURN_IF_ERROR(claim->Replay(&service, replayed));
+          return service;
+        }
+        absl::StatusOr<v1::Service> inserted = Store::InsertService(
+            tx, principal.org_id, request.kind(), request.customer(), principal.Actor());
+        if (!inserted.ok()) return inserted.status();
+        DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *inserted));
+        return inserted;
       });
   if (!result.ok()) return result.status();
   *response = std::move(*result);
@@ -399,13 +431,24 @@ absl::Status ReservationLogic::CreateService(const Principal& principal,
 
 absl::Status ReservationLogic::EndBinding(const Principal& principal,
                                           const v1::EndBindingRequest& request,
-                                          v1::ServiceBinding* response) {
+                                          v1::ServiceBinding* response, bool* replayed) {
   DCL_RETURN_IF_ERROR(CheckId("binding_id", request.binding_id()));
   absl::StatusOr<v1::ServiceBinding> result =
       pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ServiceBinding> {
+        absl::StatusOr<request_ledger::Claim> claim = request_ledger::Begin(
+            tx, principal.org_id, Rpc::kEndBinding, request.request_id(), request);
+        if (!claim.ok()) return claim.status();
+        v1::ServiceBinding binding;
+        if (claim->replay) {
+          DCL_RETURN_IF_ERROR(claim->Replay(&binding, replayed));
+          return binding;
+        }
         bool replay = false;
-        return Store::EndBinding(tx, principal.org_id, request.binding_id(), principal.Actor(),
-                                 &replay);
+        absl::StatusOr<v1::ServiceBinding> ended = Store::EndBinding(
+            tx, principal.org_id, request.binding_id(), principal.Actor(), &replay);
+        if (!ended.ok()) return ended.status();
+        DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *ended));
+        return ended;
       });
   if (!result.ok()) return result.status();
   *response = std::move(*result);

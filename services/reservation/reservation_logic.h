@@ -44,19 +44,22 @@ class ReservationLogic {
 
   absl::Status Reserve(const Principal& principal, const v1::ReserveRequest& request,
                        v1::ReserveResponse* response);
+  // Convert, Cancel, CreateService and EndBinding take the request's client request id
+  // (request_ledger.h): a call with an id already answered sets *replayed (may be null) and
+  // returns the first answer. Reserve keeps its idempotency key instead.
   absl::Status Convert(const Principal& principal, const v1::ConvertRequest& request,
-                       v1::ConvertResponse* response);
+                       v1::ConvertResponse* response, bool* replayed = nullptr);
   absl::Status Cancel(const Principal& principal, const v1::CancelRequest& request,
-                      v1::CancelResponse* response);
+                      v1::CancelResponse* response, bool* replayed = nullptr);
   absl::Status GetReservation(const Principal& principal, const v1::GetReservationRequest& request,
                               v1::Reservation* response);
   absl::Status ListReservations(const Principal& principal,
                                 const v1::ListReservationsRequest& request,
                                 v1::ListReservationsResponse* response);
   absl::Status CreateService(const Principal& principal, const v1::CreateServiceRequest& request,
-                             v1::Service* response);
+                             v1::Service* response, bool* replayed = nullptr);
   absl::Status EndBinding(const Principal& principal, const v1::EndBindingRequest& request,
-                          v1::ServiceBinding* response);
+                          v1::ServiceBinding* response, bool* replayed = nullptr);
   // Where is my server? See service_location.h.
   absl::Status GetServiceLocation(const Principal& principal,
                                   const v1::GetServiceLocationRequest& request,

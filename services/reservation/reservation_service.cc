@@ -14,14 +14,16 @@ grpc::Status ReservationServiceImpl::Reserve(grpc::ServerContext* ctx,
 grpc::Status ReservationServiceImpl::Convert(grpc::ServerContext* ctx,
                                              const v1::ConvertRequest* req,
                                              v1::ConvertResponse* resp) {
-  return gate_.Run(ctx, Rpc::kConvert, *req,
-                   [&](const Principal& p) { return logic_.Convert(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kConvert, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.Convert(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status ReservationServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
                                             v1::CancelResponse* resp) {
-  return gate_.Run(ctx, Rpc::kCancel, *req,
-                   [&](const Principal& p) { return logic_.Cancel(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kCancel, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.Cancel(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status ReservationServiceImpl::GetReservation(grpc::ServerContext* ctx,
@@ -41,15 +43,17 @@ grpc::Status ReservationServiceImpl::ListReservations(grpc::ServerContext* ctx,
 grpc::Status ReservationServiceImpl::CreateService(grpc::ServerContext* ctx,
                                                    const v1::CreateServiceRequest* req,
                                                    v1::Service* resp) {
-  return gate_.Run(ctx, Rpc::kCreateService, *req,
-                   [&](const Principal& p) { return logic_.CreateService(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kCreateService, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.CreateService(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status ReservationServiceImpl::EndBinding(grpc::ServerContext* ctx,
                                                 const v1::EndBindingRequest* req,
                                                 v1::ServiceBinding* resp) {
-  return gate_.Run(ctx, Rpc::kEndBinding, *req,
-                   [&](const Principal& p) { return logic_.EndBinding(p, *req, resp); });
+  return gate_.RunWrite(ctx, Rpc::kEndBinding, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.EndBinding(p, *req, resp, replayed);
+  });
 }
 
 grpc::Status ReservationServiceImpl::GetServiceLocation(grpc::ServerContext* ctx,

@@ -35,13 +35,15 @@ inline constexpr RpcOutcomes kRpcOutcomes[] = {
      "ABORTED: CONTENDED"},
     {"dcl.v1.ReservationService.Convert",
      "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: HOLD_EXPIRED WRONG_STATE "
-     "SERVICE_ALREADY_BOUND DEVICE_ALREADY_BOUND SERVICE_NOT_DEDICATED"},
+     "SERVICE_ALREADY_BOUND DEVICE_ALREADY_BOUND SERVICE_NOT_DEDICATED "
+     "REQUEST_ID_REUSED"},
     {"dcl.v1.ReservationService.Cancel",
-     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: WRONG_STATE"},
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: WRONG_STATE REQUEST_ID_REUSED"},
     {"dcl.v1.ReservationService.GetReservation", "OK; NOT_FOUND: NOT_FOUND"},
     {"dcl.v1.ReservationService.ListReservations", "OK"},
-    {"dcl.v1.ReservationService.CreateService", "OK"},
-    {"dcl.v1.ReservationService.EndBinding", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.ReservationService.CreateService", "OK; FAILED_PRECONDITION: REQUEST_ID_REUSED"},
+    {"dcl.v1.ReservationService.EndBinding",
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: REQUEST_ID_REUSED"},
     {"dcl.v1.ReservationService.GetServiceLocation", "OK; NOT_FOUND: NOT_FOUND"},
     {"dcl.v1.OccupancyService.GetRack", "OK; NOT_FOUND: NOT_FOUND"},
     {"dcl.v1.OccupancyService.GetRackCapacity", "OK; NOT_FOUND: NOT_FOUND"},
@@ -49,24 +51,27 @@ inline constexpr RpcOutcomes kRpcOutcomes[] = {
     {"dcl.v1.OccupancyService.PlanBooking", "OK; NOT_FOUND: NOT_FOUND"},
     {"dcl.v1.OccupancyService.PlaceDevice",
      "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: SIDE_NOT_AVAILABLE OUT_OF_BOUNDS "
-     "UNIT_OCCUPIED DEVICE_ALREADY_PLACED WRONG_STATE DEVICE_DECOMMISSIONED; ABORTED: CONTENDED"},
+     "UNIT_OCCUPIED DEVICE_ALREADY_PLACED WRONG_STATE DEVICE_DECOMMISSIONED REQUEST_ID_REUSED; "
+     "ABORTED: CONTENDED"},
     {"dcl.v1.OccupancyService.BlockUnits",
-     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: SIDE_NOT_AVAILABLE OUT_OF_BOUNDS "
-     "UNIT_OCCUPIED; ABORTED: CONTENDED"},
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: SIDE_NOT_AVAILABLE "
+     "OUT_OF_BOUNDS UNIT_OCCUPIED REQUEST_ID_REUSED; ABORTED: CONTENDED"},
     {"dcl.v1.OccupancyService.ReserveUnits",
-     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: SIDE_NOT_AVAILABLE OUT_OF_BOUNDS "
-     "UNIT_OCCUPIED; ABORTED: CONTENDED"},
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: SIDE_NOT_AVAILABLE "
+     "OUT_OF_BOUNDS UNIT_OCCUPIED REQUEST_ID_REUSED; ABORTED: CONTENDED"},
     {"dcl.v1.OccupancyService.ReleaseBooking",
-     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: WRONG_STATE MOVE_ALREADY_OPEN"},
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: WRONG_STATE MOVE_ALREADY_OPEN "
+     "REQUEST_ID_REUSED"},
     {"dcl.v1.MoveService.StartMove",
      "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: WRONG_STATE MOVE_ALREADY_OPEN "
      "DEVICE_NOT_PLACED CROSS_SITE_MOVE SIDE_NOT_AVAILABLE OUT_OF_BOUNDS UNIT_OCCUPIED "
-     "DEVICE_DECOMMISSIONED; "
-     "ABORTED: CONTENDED"},
+     "DEVICE_DECOMMISSIONED REQUEST_ID_REUSED; ABORTED: CONTENDED"},
     {"dcl.v1.MoveService.AdvanceMove",
-     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: INVALID_TRANSITION"},
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: INVALID_TRANSITION "
+     "REQUEST_ID_REUSED"},
     {"dcl.v1.MoveService.CancelMove",
-     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: INVALID_TRANSITION"},
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: INVALID_TRANSITION "
+     "REQUEST_ID_REUSED"},
     {"dcl.v1.MoveService.GetMove", "OK; NOT_FOUND: NOT_FOUND"},
     {"dcl.v1.MoveService.ListMoves", "OK"},
     {"dcl.v1.MoveService.ListLocationHistory", "OK; NOT_FOUND: NOT_FOUND"},
@@ -96,7 +101,8 @@ inline constexpr RpcOutcomes kRpcOutcomes[] = {
     {"dcl.v1.InventoryService.DecommissionDevice",
      "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: DEVICE_IN_USE DEVICE_DECOMMISSIONED "
      "REQUEST_ID_REUSED"},
-    {"dcl.v1.MoveService.CorrectLocation", "OK; NOT_FOUND: NOT_FOUND"},
+    {"dcl.v1.MoveService.CorrectLocation",
+     "OK; NOT_FOUND: NOT_FOUND; FAILED_PRECONDITION: REQUEST_ID_REUSED"},
     // The stream of an open move stays open: the client's deadline ends it (no detail).
     {"dcl.v1.MoveService.WatchMove",
      "OK; NOT_FOUND: NOT_FOUND; RESOURCE_EXHAUSTED: LIMIT_REACHED; DEADLINE_EXCEEDED"},

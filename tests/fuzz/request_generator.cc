@@ -41,10 +41,12 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
         R"(idempotency_key: "{key}" criteria { site_id: "{site}" vendor: "Dell" model: "R650" }
            ttl_seconds: {int:1..3600})"}},
       {"dcl.v1.ReservationService.Convert",
-       {R"(reservation { reservation_id: "{reservation:held}" } service_id: "{service:unbound}")",
+       {R"(request_id: "{key}"
+           reservation { reservation_id: "{reservation:held}" } service_id: "{service:unbound}")",
         R"(reservation { idempotency_key: "{key}" } service_id: "{service}")"}},
       {"dcl.v1.ReservationService.Cancel",
-       {R"(reservation { reservation_id: "{reservation}" } reason: "changed plans")",
+       {R"(request_id: "{key}"
+           reservation { reservation_id: "{reservation}" } reason: "changed plans")",
         R"(reservation { idempotency_key: "{key}" })"}},
       {"dcl.v1.ReservationService.GetReservation",
        {R"(reservation { reservation_id: "{reservation}" })",
@@ -52,8 +54,10 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
       {"dcl.v1.ReservationService.ListReservations",
        {R"(state: {enum:dcl.v1.ReservationState} page_size: {int:0..5})", ""}},
       {"dcl.v1.ReservationService.CreateService",
-       {R"(kind: "dedicated" customer: "bob")", R"(kind: "vps" customer: "carol")"}},
-      {"dcl.v1.ReservationService.EndBinding", {R"(binding_id: "{binding}")"}},
+       {R"(request_id: "{key}" kind: "dedicated" customer: "bob")",
+        R"(kind: "vps" customer: "carol")"}},
+      {"dcl.v1.ReservationService.EndBinding",
+       {R"(request_id: "{key}" binding_id: "{binding}")", R"(binding_id: "{binding}")"}},
       {"dcl.v1.ReservationService.GetServiceLocation", {R"(service_id: "{service}")"}},
       {"dcl.v1.OccupancyService.GetRack", {R"(rack_id: "{rack}")"}},
       {"dcl.v1.OccupancyService.GetRackCapacity", {R"(rack_id: "{rack}")"}},
@@ -65,24 +69,34 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
         R"(booking { rack_id: "{rack}" kind: BOOKING_RESERVATION side: {side}
                      first_unit: {unit} last_unit: {unit+} })"}},
       {"dcl.v1.OccupancyService.PlaceDevice",
-       {R"(rack_id: "{rack:site1}" device_id: "{device:unplaced}" side: {side} unit: {unit})",
+       {R"(request_id: "{key}"
+           rack_id: "{rack:site1}" device_id: "{device:unplaced}" side: {side} unit: {unit})",
         R"(rack_id: "{rack}" device_id: "{device}" side: {side} unit: {unit} reason: "racked")"}},
       {"dcl.v1.OccupancyService.BlockUnits",
-       {R"(rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
+       {R"(request_id: "{key}" rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
+           last_unit: {unit+} reason: "cabling")",
+        R"(rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
            last_unit: {unit+} reason: "cabling")"}},
       {"dcl.v1.OccupancyService.ReserveUnits",
-       {R"(rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
+       {R"(request_id: "{key}" rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
+           last_unit: {unit+} reason: "delivery" ttl_seconds: {int:0..86400})",
+        R"(rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
            last_unit: {unit+} reason: "delivery" ttl_seconds: {int:0..86400})"}},
       {"dcl.v1.OccupancyService.ReleaseBooking",
-       {R"(booking_id: "{booking:active}" reason: "done")", R"(booking_id: "{booking}")"}},
+       {R"(request_id: "{key}" booking_id: "{booking:active}" reason: "done")",
+        R"(booking_id: "{booking}")"}},
       {"dcl.v1.MoveService.StartMove",
-       {R"(device_id: "{device:placed}" destination_rack_id: "{rack:site1}"
+       {R"(request_id: "{key}" device_id: "{device:placed}" destination_rack_id: "{rack:site1}"
+           destination_side: {side} destination_unit: {unit} as_draft: {bool} note: "fuzz")",
+        R"(device_id: "{device:placed}" destination_rack_id: "{rack:site1}"
            destination_side: {side} destination_unit: {unit} as_draft: {bool} note: "fuzz")"}},
       {"dcl.v1.MoveService.AdvanceMove",
-       {R"(move_id: "{move}" target: {enum:dcl.v1.MoveState} note: "next")",
+       {R"(request_id: "{key}" move_id: "{move}" target: {enum:dcl.v1.MoveState} note: "next")",
         R"(move_id: "{move}" target: {enum:dcl.v1.MoveState}
            observation: {enum:dcl.v1.Observation})"}},
-      {"dcl.v1.MoveService.CancelMove", {R"(move_id: "{move}" note: "abort")"}},
+      {"dcl.v1.MoveService.CancelMove",
+       {R"(request_id: "{key}" move_id: "{move}" note: "abort")",
+        R"(move_id: "{move}" note: "abort")"}},
       {"dcl.v1.MoveService.GetMove", {R"(move_id: "{move}")"}},
       {"dcl.v1.MoveService.ListMoves",
        {R"(state: {enum:dcl.v1.MoveState} page_size: {int:0..5})",
@@ -120,7 +134,8 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
       {"dcl.v1.MoveService.ListLocationHistory",
        {R"(device_id: "{device}" page_size: {int:0..5})"}},
       {"dcl.v1.MoveService.CorrectLocation",
-       {R"(corrects_id: {int:1..40} reason: "miscounted" rack_id: "{rack}" side: {side}
+       {R"(request_id: "{key}"
+           corrects_id: {int:1..40} reason: "miscounted" rack_id: "{rack}" side: {side}
            first_unit: {unit} last_unit: {unit+})",
         R"(corrects_id: {int:1..40} reason: "lost track" position_unknown: true)"}},
   };
@@ -180,7 +195,9 @@ void ForEachIdField(Message* message, Fn&& fn) {
       } else {
         ForEachIdField(reflection->MutableMessage(message, field), fn);
       }
-    } else if (IsIdField(field)) {
+    } else if (IsIdField(field) && field->name() != "request_id") {
+      // A client request id names no object: another organization's object id there is just a
+      // new request id, and the same write sent again with a fresh one is a second write.
       if (field->is_repeated()) {
         for (int i = 0; i < reflection->FieldSize(*message, field); ++i) fn(message, field, i);
       } else {

@@ -109,14 +109,16 @@ std::map<Rpc, Call> Calls() {
     r.mutable_criteria()->set_site_id(ids.site);
     return Unary<v1::ReserveRequest, v1::ReserveResponse>(*s.reservations, &RS::Reserve, t, r);
   };
-  calls[Rpc::kConvert] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kConvert] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::ConvertRequest r;
+    r.set_request_id(request_id);
     *r.mutable_reservation() = RefById(ids.reservation);
     r.set_service_id(ids.service);
     return Unary<v1::ConvertRequest, v1::ConvertResponse>(*s.reservations, &RS::Convert, t, r);
   };
-  calls[Rpc::kCancel] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kCancel] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::CancelRequest r;
+    r.set_request_id(request_id);
     *r.mutable_reservation() = RefById(ids.reservation);
     return Unary<v1::CancelRequest, v1::CancelResponse>(*s.reservations, &RS::Cancel, t, r);
   };
@@ -131,15 +133,17 @@ std::map<Rpc, Call> Calls() {
     return Unary<v1::ListReservationsRequest, v1::ListReservationsResponse>(
         *s.reservations, &RS::ListReservations, t, r);
   };
-  calls[Rpc::kCreateService] = [](Suite& s, const std::string& t, const Ids&) {
+  calls[Rpc::kCreateService] = [request_id](Suite& s, const std::string& t, const Ids&) {
     v1::CreateServiceRequest r;
+    r.set_request_id(request_id);
     r.set_kind("dedicated");
     r.set_customer("mallory");
     return Unary<v1::CreateServiceRequest, v1::Service>(*s.reservations, &RS::CreateService, t,
                                                         r);
   };
-  calls[Rpc::kEndBinding] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kEndBinding] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::EndBindingRequest r;
+    r.set_request_id(request_id);
     r.set_binding_id(ids.binding);
     return Unary<v1::EndBindingRequest, v1::ServiceBinding>(*s.reservations, &RS::EndBinding, t,
                                                             r);
@@ -171,16 +175,18 @@ std::map<Rpc, Call> Calls() {
     return Unary<v1::PlanBookingRequest, v1::PlanBookingResponse>(*s.occupancy,
                                                                   &OS::PlanBooking, t, r);
   };
-  calls[Rpc::kPlaceDevice] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kPlaceDevice] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::PlaceDeviceRequest r;
+    r.set_request_id(request_id);
     r.set_rack_id(ids.rack_free);
     r.set_device_id(ids.device_to_move);
     r.set_side(v1::SIDE_FRONT);
     r.set_unit(20);
     return Unary<v1::PlaceDeviceRequest, v1::Booking>(*s.occupancy, &OS::PlaceDevice, t, r);
   };
-  calls[Rpc::kBlockUnits] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kBlockUnits] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::BlockUnitsRequest r;
+    r.set_request_id(request_id);
     r.set_rack_id(ids.rack_free);
     r.set_side(v1::SIDE_FRONT);
     r.set_first_unit(30);
@@ -188,8 +194,9 @@ std::map<Rpc, Call> Calls() {
     r.set_reason("cabling");
     return Unary<v1::BlockUnitsRequest, v1::Booking>(*s.occupancy, &OS::BlockUnits, t, r);
   };
-  calls[Rpc::kReserveUnits] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kReserveUnits] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::ReserveUnitsRequest r;
+    r.set_request_id(request_id);
     r.set_rack_id(ids.rack_free);
     r.set_side(v1::SIDE_FRONT);
     r.set_first_unit(32);
@@ -197,28 +204,32 @@ std::map<Rpc, Call> Calls() {
     r.set_reason("delivery");
     return Unary<v1::ReserveUnitsRequest, v1::Booking>(*s.occupancy, &OS::ReserveUnits, t, r);
   };
-  calls[Rpc::kReleaseBooking] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kReleaseBooking] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::ReleaseBookingRequest r;
+    r.set_request_id(request_id);
     r.set_booking_id(ids.booking);
     return Unary<v1::ReleaseBookingRequest, v1::Booking>(*s.occupancy, &OS::ReleaseBooking, t,
                                                          r);
   };
-  calls[Rpc::kStartMove] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kStartMove] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::StartMoveRequest r;
+    r.set_request_id(request_id);
     r.set_device_id(ids.device);
     r.set_destination_rack_id(ids.rack_free);
     r.set_destination_side(v1::SIDE_FRONT);
     r.set_destination_unit(10);
     return Unary<v1::StartMoveRequest, v1::Move>(*s.moves, &MS::StartMove, t, r);
   };
-  calls[Rpc::kAdvanceMove] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kAdvanceMove] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::AdvanceMoveRequest r;
+    r.set_request_id(request_id);
     r.set_move_id(ids.move);
     r.set_target(v1::MOVE_APPROVED);
     return Unary<v1::AdvanceMoveRequest, v1::Move>(*s.moves, &MS::AdvanceMove, t, r);
   };
-  calls[Rpc::kCancelMove] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kCancelMove] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::CancelMoveRequest r;
+    r.set_request_id(request_id);
     r.set_move_id(ids.move);
     return Unary<v1::CancelMoveRequest, v1::Move>(*s.moves, &MS::CancelMove, t, r);
   };
@@ -249,8 +260,9 @@ std::map<Rpc, Call> Calls() {
     return Unary<v1::ListLocationHistoryRequest, v1::ListLocationHistoryResponse>(
         *s.moves, &MS::ListLocationHistory, t, r);
   };
-  calls[Rpc::kCorrectLocation] = [](Suite& s, const std::string& t, const Ids& ids) {
+  calls[Rpc::kCorrectLocation] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::CorrectLocationRequest r;
+    r.set_request_id(request_id);
     r.set_corrects_id(ids.location_record);
     r.set_reason("the rack label was misread");
     r.set_rack_id(ids.rack_free);
