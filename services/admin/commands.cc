@@ -1,6 +1,8 @@
 #include "services/admin/commands.h"
 
 #include <fcntl.h>
+#include <google/protobuf/struct.pb.h>
+#include <grpcpp/grpcpp.h>
 #include <openssl/rand.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,17 +13,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
-
-#include <google/protobuf/struct.pb.h>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -74,9 +73,9 @@ ABSL_FLAG(std::string, unit, "", "place, move start: the device's lowest rack un
 ABSL_FLAG(std::string, first, "", "block, reserve-units, plan: first unit of the range");
 ABSL_FLAG(std::string, last, "", "block, reserve-units, plan: last unit of the range");
 ABSL_FLAG(bool, both_sides, false, "block, reserve-units, plan: front and rear");
-ABSL_FLAG(std::string, kind, "placement",
-          "plan: placement, blocking, reservation or move_hold");
-ABSL_FLAG(int, ttl_seconds, 0, "reserve-units: how long the units stay reserved (0: server default)");
+ABSL_FLAG(std::string, kind, "placement", "plan: placement, blocking, reservation or move_hold");
+ABSL_FLAG(int, ttl_seconds, 0,
+          "reserve-units: how long the units stay reserved (0: server default)");
 ABSL_FLAG(std::string, reason, "", "why (recorded with the booking or its release)");
 ABSL_FLAG(bool, draft, false, "move start: start as a draft instead of planned");
 ABSL_FLAG(std::string, note, "", "move: a note recorded with the change");
@@ -96,10 +95,13 @@ ABSL_FLAG(std::string, site, "", "site id (device register, rack create; a filte
 ABSL_DECLARE_FLAG(std::string, name);
 ABSL_FLAG(std::string, vendor, "", "device register; device list: only this vendor");
 ABSL_FLAG(std::string, model, "", "device register; device list: only this model");
-ABSL_FLAG(std::string, profile, "", "device register: hardware profile; device list: only this one");
+ABSL_FLAG(std::string, profile, "",
+          "device register: hardware profile; device list: only this one");
 ABSL_FLAG(std::string, serial, "", "device register: the serial number (unique per organization)");
-ABSL_FLAG(std::string, height, "", "device register: units high (1..20); rack create: units (1..100)");
-ABSL_FLAG(std::string, depth, "unknown", "device register: full, half or unknown (claims both sides)");
+ABSL_FLAG(std::string, height, "",
+          "device register: units high (1..20); rack create: units (1..100)");
+ABSL_FLAG(std::string, depth, "unknown",
+          "device register: full, half or unknown (claims both sides)");
 ABSL_FLAG(std::string, power, "", "device register: power draw in watts (absent: unknown)");
 ABSL_FLAG(std::string, weight, "", "device register: weight in kg (absent: unknown)");
 ABSL_FLAG(std::string, first_unit, "1", "rack create: the number of its first unit");
@@ -156,14 +158,16 @@ int RequiredInt(const absl::Flag<std::string>& flag, const char* name) {
 v1::Side RequiredSide() {
   v1::Side side;
   const std::string text = Required(FLAGS_side, "side");
-  if (!ParseSide(text, &side)) throw UsageError("--side must be front or rear, not \"" + text + "\"");
+  if (!ParseSide(text, &side))
+    throw UsageError("--side must be front or rear, not \"" + text + "\"");
   return side;
 }
 
 // --side or --both_sides, for ranges.
 v1::Side SideOrBoth() {
   if (absl::GetFlag(FLAGS_both_sides)) {
-    if (!absl::GetFlag(FLAGS_side).empty()) throw UsageError("--side and --both_sides exclude each other");
+    if (!absl::GetFlag(FLAGS_side).empty())
+      throw UsageError("--side and --both_sides exclude each other");
     return v1::SIDE_UNSPECIFIED;
   }
   if (absl::GetFlag(FLAGS_side).empty()) throw UsageError("--side or --both_sides is required");
@@ -262,8 +266,11 @@ int RackCapacity(Invocation& inv) {
       CapacityText);
 }
 
+std::string WriteRequestId();  // below, with the inventory commands
+
 int Place(Invocation& inv) {
   v1::PlaceDeviceRequest req;
+  req.set_request_id(WriteRequestId());
   req.set_rack_id(Required(FLAGS_rack, "rack"));
   req.set_device_id(Required(FLAGS_device, "device"));
   req.set_side(RequiredSide());
@@ -290,6 +297,7 @@ void FillRange(Request& req) {
 
 int Block(Invocation& inv) {
   v1::BlockUnitsRequest req;
+  req.set_request_id(WriteRequestId());
   FillRange(req);
   auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
   return Unary<v1::Booking>(
@@ -300,6 +308,7 @@ int Block(Invocation& inv) {
 
 int ReserveUnits(Invocation& inv) {
   v1::ReserveUnitsRequest req;
+  req.set_request_id(WriteRequestId());
   FillRange(req);
   req.set_ttl_seconds(absl::GetFlag(FLAGS_ttl_seconds));
   auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
@@ -311,6 +320,7 @@ int ReserveUnits(Invocation& inv) {
 
 int Release(Invocation& inv) {
   v1::ReleaseBookingRequest req;
+  req.set_request_id(WriteRequestId());
   req.set_booking_id(inv.args[0]);
   req.set_reason(absl::GetFlag(FLAGS_reason));
   auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
@@ -364,6 +374,7 @@ int Plan(Invocation& inv) {
 
 int MoveStart(Invocation& inv) {
   v1::StartMoveRequest req;
+  req.set_request_id(WriteRequestId());
   req.set_device_id(Required(FLAGS_device, "device"));
   req.set_destination_rack_id(Required(FLAGS_rack, "rack"));
   req.set_destination_side(RequiredSide());
@@ -378,6 +389,7 @@ int MoveStart(Invocation& inv) {
 
 int MoveAdvance(Invocation& inv) {
   v1::AdvanceMoveRequest req;
+  req.set_request_id(WriteRequestId());
   req.set_move_id(inv.args[0]);
   v1::MoveState target;
   const std::string to = Required(FLAGS_to, "to");
@@ -395,12 +407,12 @@ int MoveAdvance(Invocation& inv) {
   auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
   return Unary<v1::Move>(
       inv, Service::kMoves,
-      [&](grpc::ClientContext* c, v1::Move* r) { return stub->AdvanceMove(c, req, r); },
-      MoveText);
+      [&](grpc::ClientContext* c, v1::Move* r) { return stub->AdvanceMove(c, req, r); }, MoveText);
 }
 
 int MoveCancel(Invocation& inv) {
   v1::CancelMoveRequest req;
+  req.set_request_id(WriteRequestId());
   req.set_move_id(inv.args[0]);
   req.set_note(absl::GetFlag(FLAGS_note));
   auto stub = StubFor<v1::MoveService>(inv, Service::kMoves);
@@ -421,18 +433,18 @@ int MoveShow(Invocation& inv) {
 // Pages through a list until --limit rows or the end; `page(token, size, response)` fetches one
 // page. The answer keeps the last page's next_page_token (--page_token continues from it).
 template <typename Response>
-grpc::Status CollectPages(
-    const Invocation& inv, Service service, Response* all,
-    const std::function<void(Response&, const Response&)>& append,
-    const std::function<int(const Response&)>& count,
-    const std::function<grpc::Status(grpc::ClientContext*, const std::string&, int, Response*)>&
-        page) {
+grpc::Status CollectPages(const Invocation& inv, Service service, Response* all,
+                          const std::function<void(Response&, const Response&)>& append,
+                          const std::function<int(const Response&)>& count,
+                          const std::function<grpc::Status(grpc::ClientContext*, const std::string&,
+                                                           int, Response*)>& page) {
   const int limit = std::max(1, absl::GetFlag(FLAGS_limit));
   std::string token = absl::GetFlag(FLAGS_page_token);
   while (true) {
     Response one;
     auto context = MakeContext(inv.client, service);
-    const grpc::Status status = page(context.get(), token, std::min(500, limit - count(*all)), &one);
+    const grpc::Status status =
+        page(context.get(), token, std::min(500, limit - count(*all)), &one);
     if (!status.ok()) return status;
     append(*all, one);
     all->set_next_page_token(one.next_page_token());
@@ -542,8 +554,7 @@ int MoveWatch(Invocation& inv) {
       std::fprintf(stderr, "watching move %s (Ctrl-C stops watching; the move goes on)\n",
                    req.move_id().c_str());
     }
-    std::unique_ptr<grpc::ClientReader<v1::MoveEvent>> reader =
-        stub->WatchMove(context.get(), req);
+    std::unique_ptr<grpc::ClientReader<v1::MoveEvent>> reader = stub->WatchMove(context.get(), req);
     v1::MoveEvent event;
     while (reader->Read(&event)) {
       std::printf("%s\n", inv.json ? ToJson(event, false).c_str() : MoveEventLine(event).c_str());
@@ -751,8 +762,7 @@ int RackCreate(Invocation& inv) {
   req.set_request_id(WriteRequestId());
   auto stub = InventoryStub(inv);
   return Write<v1::RackRecord>(
-      inv,
-      [&](grpc::ClientContext* c, v1::RackRecord* r) { return stub->CreateRack(c, req, r); },
+      inv, [&](grpc::ClientContext* c, v1::RackRecord* r) { return stub->CreateRack(c, req, r); },
       RackRecordText);
 }
 
@@ -772,8 +782,7 @@ int DeviceList(Invocation& inv) {
         to.mutable_devices()->MergeFrom(from.devices());
       },
       [](const v1::ListDevicesResponse& r) { return r.devices_size(); },
-      [&](grpc::ClientContext* c, const std::string& token, int size,
-          v1::ListDevicesResponse* r) {
+      [&](grpc::ClientContext* c, const std::string& token, int size, v1::ListDevicesResponse* r) {
         req.set_page_token(token);
         req.set_page_size(size);
         return stub->ListDevices(c, req, r);
@@ -811,8 +820,7 @@ int DeviceRegister(Invocation& inv) {
   req.set_request_id(WriteRequestId());
   auto stub = InventoryStub(inv);
   return Write<v1::Device>(
-      inv,
-      [&](grpc::ClientContext* c, v1::Device* r) { return stub->RegisterDevice(c, req, r); },
+      inv, [&](grpc::ClientContext* c, v1::Device* r) { return stub->RegisterDevice(c, req, r); },
       DeviceText);
 }
 
@@ -823,8 +831,7 @@ int DeviceSetState(Invocation& inv) {
   req.set_request_id(WriteRequestId());
   auto stub = InventoryStub(inv);
   return Write<v1::Device>(
-      inv,
-      [&](grpc::ClientContext* c, v1::Device* r) { return stub->SetDeviceState(c, req, r); },
+      inv, [&](grpc::ClientContext* c, v1::Device* r) { return stub->SetDeviceState(c, req, r); },
       DeviceText);
 }
 
@@ -836,9 +843,7 @@ int DeviceDecommission(Invocation& inv) {
   auto stub = InventoryStub(inv);
   return Write<v1::Device>(
       inv,
-      [&](grpc::ClientContext* c, v1::Device* r) {
-        return stub->DecommissionDevice(c, req, r);
-      },
+      [&](grpc::ClientContext* c, v1::Device* r) { return stub->DecommissionDevice(c, req, r); },
       DeviceText);
 }
 
@@ -935,7 +940,8 @@ bool HasBooking(const v1::Rack& rack, v1::BookingKind kind, const std::string& d
 
 std::string RackWhat(const netbox::Plan& plan, int64_t netbox_id) {
   for (const netbox::RackPlan& r : plan.racks) {
-    if (r.netbox_id == netbox_id) return absl::StrCat("rack ", netbox_id, " (", r.request.name(), ")");
+    if (r.netbox_id == netbox_id)
+      return absl::StrCat("rack ", netbox_id, " (", r.request.name(), ")");
   }
   return absl::StrCat("rack ", netbox_id);
 }
@@ -966,9 +972,9 @@ int ImportNetbox(Invocation& inv) {
   for (const char* kind : {"sites", "racks", "devices", "placements", "blockings"}) {
     report.counts[kind];
   }
-  Progress progress(plan.sites.size() + plan.racks.size() + plan.devices.size() * 2 +
-                        plan.blocks.size(),
-                    !inv.json);
+  Progress progress(
+      plan.sites.size() + plan.racks.size() + plan.devices.size() * 2 + plan.blocks.size(),
+      !inv.json);
   // A failure that is not a refusal ends the import (what was written stays; a re-run
   // continues where it stopped).
   auto fail = [&](const grpc::Status& status) {
@@ -1128,15 +1134,15 @@ int ImportNetbox(Invocation& inv) {
   // In a dry run the placements NetBox records in overlapping units are known beforehand.
   const std::map<int64_t, std::vector<v1::Slot>> overlaps = netbox::OverlappingPlacements(plan);
   for (const netbox::DevicePlan& p : plan.devices) {
-    const std::string what = absl::StrCat(
-        "device ", p.netbox_id, p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")");
+    const std::string what = absl::StrCat("device ", p.netbox_id,
+                                          p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")");
     progress.Step("placement " + what);
     if (auto failed = elevation_of(p.rack_netbox_id)) return fail(*failed);
-    const std::string where = absl::StrCat(RackWhat(plan, p.rack_netbox_id), " ",
-                                           SideName(p.side), " U", p.unit);
+    const std::string where =
+        absl::StrCat(RackWhat(plan, p.rack_netbox_id), " ", SideName(p.side), " U", p.unit);
     const std::vector<v1::Slot> slots =
-        netbox::ClaimedSlots(p.lowest_number, p.request.height_units(), p.side, p.request.depth_class(),
-                             rack_has_rear[p.rack_netbox_id]);
+        netbox::ClaimedSlots(p.lowest_number, p.request.height_units(), p.side,
+                             p.request.depth_class(), rack_has_rear[p.rack_netbox_id]);
     const auto registered = device_id.find(p.netbox_id);
     if (registered == device_id.end()) continue;  // its registration was refused, reported above
     const std::string& device = registered->second;
@@ -1163,6 +1169,9 @@ int ImportNetbox(Invocation& inv) {
     req.set_side(p.side);
     req.set_unit(p.unit);
     req.set_reason(absl::StrCat("imported from NetBox device ", p.netbox_id));
+    // Derived from NetBox's ids: a re-run within the ledger's retention replays this call.
+    req.set_request_id(netbox::DerivedRequestId(absl::StrCat(
+        "netbox placement ", p.netbox_id, " rack ", p.rack_netbox_id, " unit ", p.unit)));
     v1::Booking booking;
     auto [status, replayed] =
         call([&](grpc::ClientContext* c) { return occupancy->PlaceDevice(c, req, &booking); });
@@ -1205,6 +1214,10 @@ int ImportNetbox(Invocation& inv) {
     }
     v1::BlockUnitsRequest req = p.request;
     req.set_rack_id(rack_id[p.rack_netbox_id]);
+    // One NetBox reservation of units that are not contiguous becomes several blockings.
+    req.set_request_id(
+        netbox::DerivedRequestId(absl::StrCat("netbox rack reservation ", p.netbox_id, " units ",
+                                              req.first_unit(), "-", req.last_unit())));
     v1::Booking booking;
     auto [status, replayed] =
         call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
@@ -1230,8 +1243,7 @@ int ImportNetbox(Invocation& inv) {
       c["unchanged"].set_number_value(counts.unchanged);
     }
     for (const auto* list : {&report.skipped, &report.refused}) {
-      auto& values =
-          *fields[list == &report.skipped ? "skipped" : "refused"].mutable_list_value();
+      auto& values = *fields[list == &report.skipped ? "skipped" : "refused"].mutable_list_value();
       for (const netbox::Skipped& s : *list) {
         auto& item = *values.add_values()->mutable_struct_value()->mutable_fields();
         item["what"].set_string_value(s.what);
@@ -1280,8 +1292,7 @@ int HealthCheck(Invocation& inv) {
   if (!status.ok()) return ReportFailure(inv, status);
   std::printf("%s\n",
               grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status()).c_str());
-  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk
-                                                                                : kExitOther;
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk : kExitOther;
 }
 
 // --- The table -----------------------------------------------------------------------------
@@ -1304,81 +1315,195 @@ int Database(Invocation& inv) {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      {{"rack", "show"}, "RACK_ID [--svg FILE]",
-       "the rack's elevation, top unit first, front and rear; --svg writes a picture", 1, 1,
-       Section::kRacks, RackShow},
-      {{"rack", "capacity"}, "RACK_ID", "free units per side, power and weight budgets", 1, 1,
-       Section::kRacks, RackCapacity},
-      {{"place"}, "--rack R --device D --side front|rear --unit U [--reason T]",
-       "place a device with its lowest unit at U", 0, 0, Section::kRacks, Place},
-      {{"block"}, "--rack R --side S|--both_sides --first A --last B [--reason T]",
-       "take units out of service", 0, 0, Section::kRacks, Block},
+      {{"rack", "show"},
+       "RACK_ID [--svg FILE]",
+       "the rack's elevation, top unit first, front and rear; --svg writes a picture",
+       1,
+       1,
+       Section::kRacks,
+       RackShow},
+      {{"rack", "capacity"},
+       "RACK_ID",
+       "free units per side, power and weight budgets",
+       1,
+       1,
+       Section::kRacks,
+       RackCapacity},
+      {{"place"},
+       "--rack R --device D --side front|rear --unit U [--reason T]",
+       "place a device with its lowest unit at U",
+       0,
+       0,
+       Section::kRacks,
+       Place},
+      {{"block"},
+       "--rack R --side S|--both_sides --first A --last B [--reason T]",
+       "take units out of service",
+       0,
+       0,
+       Section::kRacks,
+       Block},
       {{"reserve-units"},
        "--rack R --side S|--both_sides --first A --last B [--ttl_seconds N] [--reason T]",
-       "hold units for something on its way", 0, 0, Section::kRacks, ReserveUnits},
-      {{"release"}, "BOOKING_ID [--reason T]", "end a blocking, reservation or placement", 1, 1,
-       Section::kRacks, Release},
+       "hold units for something on its way",
+       0,
+       0,
+       Section::kRacks,
+       ReserveUnits},
+      {{"release"},
+       "BOOKING_ID [--reason T]",
+       "end a blocking, reservation or placement",
+       1,
+       1,
+       Section::kRacks,
+       Release},
       {{"plan"},
        "[--kind placement|blocking|reservation|move_hold] --rack R (--device D --side S --unit U "
        "| --side S|--both_sides --first A --last B)",
-       "dry run: the units a booking would claim, or why it would be refused (exit 4)", 0, 0,
-       Section::kRacks, Plan},
+       "dry run: the units a booking would claim, or why it would be refused (exit 4)",
+       0,
+       0,
+       Section::kRacks,
+       Plan},
       {{"site", "list"}, "", "the organization's sites", 0, 0, Section::kInventory, SiteList},
-      {{"site", "create"}, "--name NAME [--request_id T]", "a new site", 0, 0,
-       Section::kInventory, SiteCreate},
-      {{"rack", "list"}, "[--site S]", "racks with their geometry", 0, 0, Section::kInventory,
+      {{"site", "create"},
+       "--name NAME [--request_id T]",
+       "a new site",
+       0,
+       0,
+       Section::kInventory,
+       SiteCreate},
+      {{"rack", "list"},
+       "[--site S]",
+       "racks with their geometry",
+       0,
+       0,
+       Section::kInventory,
        RackList},
       {{"rack", "create"},
        "--site S --name N --height UNITS [--first_unit 1] [--descending] [--front_only] "
        "[--power W] [--weight KG] [--request_id T]",
-       "a new rack", 0, 0, Section::kInventory, RackCreate},
+       "a new rack",
+       0,
+       0,
+       Section::kInventory,
+       RackCreate},
       {{"device", "list"},
        "[--site S] [--vendor V] [--model M] [--profile P] [--state S] [--all] [--limit N]",
-       "devices (--all: decommissioned ones too)", 0, 0, Section::kInventory, DeviceList},
+       "devices (--all: decommissioned ones too)",
+       0,
+       0,
+       Section::kInventory,
+       DeviceList},
       {{"device", "show"}, "DEVICE_ID", "one device", 1, 1, Section::kInventory, DeviceShow},
       {{"device", "register"},
        "--site S --vendor V --model M --height U [--depth full|half|unknown] [--serial S] "
        "[--profile P] [--power W] [--weight KG] [--state staging|normal] [--request_id T]",
-       "a new device, staging unless --state normal", 0, 0, Section::kInventory,
+       "a new device, staging unless --state normal",
+       0,
+       0,
+       Section::kInventory,
        DeviceRegister},
-      {{"device", "set-state"}, "DEVICE_ID --state normal|staging [--request_id T]",
-       "mark a device ready (normal) or not yet (staging)", 1, 1, Section::kInventory,
+      {{"device", "set-state"},
+       "DEVICE_ID --state normal|staging [--request_id T]",
+       "mark a device ready (normal) or not yet (staging)",
+       1,
+       1,
+       Section::kInventory,
        DeviceSetState},
-      {{"device", "decommission"}, "DEVICE_ID --reason R [--request_id T]",
-       "retire a device for good (refused while held, placed or moving)", 1, 1,
-       Section::kInventory, DeviceDecommission},
-      {{"import", "netbox"}, "--dir DIR [--site_map NB=DCL,…] [--dry_run]",
+      {{"device", "decommission"},
+       "DEVICE_ID --reason R [--request_id T]",
+       "retire a device for good (refused while held, placed or moving)",
+       1,
+       1,
+       Section::kInventory,
+       DeviceDecommission},
+      {{"import", "netbox"},
+       "--dir DIR [--site_map NB=DCL,…] [--dry_run]",
        "sites, racks, devices, placements and rack reservations from saved NetBox API lists; "
        "re-runs are idempotent; exit 4 when a placement was refused",
-       0, 0, Section::kInventory, ImportNetbox},
-      {{"move", "start"}, "--device D --rack R --side S --unit U [--draft] [--note T]",
-       "start moving a placed device to another unit of its site", 0, 0, Section::kMoves,
+       0,
+       0,
+       Section::kInventory,
+       ImportNetbox},
+      {{"move", "start"},
+       "--device D --rack R --side S --unit U [--draft] [--note T]",
+       "start moving a placed device to another unit of its site",
+       0,
+       0,
+       Section::kMoves,
        MoveStart},
       {{"move", "advance"},
        "MOVE_ID --to STATE [--observation found_at_destination|not_moved] [--note T]",
        "take a move to its next state (planned, approved, in_progress, awaiting_verification, "
        "completed …)",
-       1, 1, Section::kMoves, MoveAdvance},
-      {{"move", "cancel"}, "MOVE_ID [--note T]", "call a move off", 1, 1, Section::kMoves,
+       1,
+       1,
+       Section::kMoves,
+       MoveAdvance},
+      {{"move", "cancel"},
+       "MOVE_ID [--note T]",
+       "call a move off",
+       1,
+       1,
+       Section::kMoves,
        MoveCancel},
       {{"move", "show"}, "MOVE_ID", "one move", 1, 1, Section::kMoves, MoveShow},
-      {{"move", "list"}, "[--state S] [--device D] [--limit N]", "moves, oldest first", 0, 0,
-       Section::kMoves, MoveList},
-      {{"move", "watch"}, "MOVE_ID",
-       "every state change as it happens, until the move ends (Ctrl-C stops watching)", 1, 1,
-       Section::kMoves, MoveWatch},
-      {{"reservation", "list"}, "[--state held|converted|expired|cancelled] [--limit N]",
-       "machine reservations, newest first", 0, 0, Section::kReservations, ReservationList},
-      {{"reservation", "show"}, "RESERVATION_ID | --key KEY", "one reservation", 0, 1,
-       Section::kReservations, ReservationShow},
-      {{"health", "check"}, "--target HOST:PORT [--service NAME]",
-       "exit 0 only when the server answers SERVING", 0, 0, Section::kServers, HealthCheck},
-      {{"token", "create"}, "--org ORG --role ROLE [--subject S] [--label L]",
-       "a new API token, printed once (stored hashed)", 0, 0, Section::kDatabase, Database},
-      {{"token", "revoke"}, "--id TOKEN_ID", "effective on the next call", 0, 0,
-       Section::kDatabase, Database},
-      {{"module", "enable"}, "[--org ORG]",
-       "the datacenter module: without --org the global switch", 0, 0, Section::kDatabase,
+      {{"move", "list"},
+       "[--state S] [--device D] [--limit N]",
+       "moves, oldest first",
+       0,
+       0,
+       Section::kMoves,
+       MoveList},
+      {{"move", "watch"},
+       "MOVE_ID",
+       "every state change as it happens, until the move ends (Ctrl-C stops watching)",
+       1,
+       1,
+       Section::kMoves,
+       MoveWatch},
+      {{"reservation", "list"},
+       "[--state held|converted|expired|cancelled] [--limit N]",
+       "machine reservations, newest first",
+       0,
+       0,
+       Section::kReservations,
+       ReservationList},
+      {{"reservation", "show"},
+       "RESERVATION_ID | --key KEY",
+       "one reservation",
+       0,
+       1,
+       Section::kReservations,
+       ReservationShow},
+      {{"health", "check"},
+       "--target HOST:PORT [--service NAME]",
+       "exit 0 only when the server answers SERVING",
+       0,
+       0,
+       Section::kServers,
+       HealthCheck},
+      {{"token", "create"},
+       "--org ORG --role ROLE [--subject S] [--label L]",
+       "a new API token, printed once (stored hashed)",
+       0,
+       0,
+       Section::kDatabase,
+       Database},
+      {{"token", "revoke"},
+       "--id TOKEN_ID",
+       "effective on the next call",
+       0,
+       0,
+       Section::kDatabase,
+       Database},
+      {{"module", "enable"},
+       "[--org ORG]",
+       "the datacenter module: without --org the global switch",
+       0,
+       0,
+       Section::kDatabase,
        Database},
       {{"module", "disable"}, "[--org ORG]", "", 0, 0, Section::kDatabase, Database},
       {{"org", "create"}, "--name NAME", "a new organization", 0, 0, Section::kDatabase, Database},
@@ -1412,8 +1537,7 @@ std::string CommandLine(const Command& c) {
 std::string FlagsHelp() {
   std::vector<const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (absl::StrContains(flag->Filename(), "services/admin/") ||
-        name == "database_url") {
+    if (absl::StrContains(flag->Filename(), "services/admin/") || name == "database_url") {
       flags.push_back(flag);
     }
   }
@@ -1437,8 +1561,8 @@ std::string HelpText() {
   std::string text =
       "dclctl: the DC team's command line for dcl.\n"
       "Usage: dclctl COMMAND [ARGS] [FLAGS]\n";
-  for (Section section : {Section::kRacks, Section::kInventory, Section::kMoves, Section::kReservations,
-                          Section::kServers, Section::kDatabase}) {
+  for (Section section : {Section::kRacks, Section::kInventory, Section::kMoves,
+                          Section::kReservations, Section::kServers, Section::kDatabase}) {
     absl::StrAppend(&text, "\n", SectionTitle(section), ":\n");
     for (const Command& c : Commands()) {
       if (c.section != section) continue;
@@ -1512,8 +1636,8 @@ int RunCommand(const std::vector<std::string>& positional) {
 bool CheckFlags(int argc, char** argv, std::string* error) {
   // absl's own flags, handled by absl itself.
   static const std::vector<std::string> kBuiltin = {
-      "help",    "helpfull",       "helpshort", "helppackage", "helpon", "helpmatch",
-      "version", "only_check_args", "flagfile", "fromenv",     "tryfromenv", "undefok"};
+      "help",    "helpfull",        "helpshort", "helppackage", "helpon",     "helpmatch",
+      "version", "only_check_args", "flagfile",  "fromenv",     "tryfromenv", "undefok"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;
