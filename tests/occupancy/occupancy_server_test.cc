@@ -22,6 +22,21 @@
 namespace dcl::occupancy {
 namespace {
 
+// One organization's occupancy service behind a real in-process server.
+struct OccupancyServer {
+  explicit OccupancyServer(DbPool& pool)
+      : gate(pool),
+        logic(pool),
+        service(gate, logic),
+        server(&pool, {{"dcl.v1.OccupancyService", &service}}),
+        stub(v1::OccupancyService::NewStub(server.Channel())) {}
+  RpcGate gate;
+  OccupancyLogic logic;
+  OccupancyServiceImpl service;
+  testing::InProcessServer server;
+  std::unique_ptr<v1::OccupancyService::Stub> stub;
+};
+
 TEST_CASE("a dc-operator places a device over gRPC and a second placement reads UNIT_OCCUPIED") {
   testing::TestDatabase db;
   const std::string org = testing::CreateOrg(db, "acme");
@@ -36,11 +51,8 @@ TEST_CASE("a dc-operator places a device over gRPC and a second placement reads 
   const std::string commerce_token = testing::CreateTokenFor(db, org, Role::kCommerce);
 
   auto pool = db.MakePool(4);
-  RpcGate gate(*pool);
-  OccupancyLogic logic(*pool);
-  OccupancyServiceImpl service(gate, logic);
-  testing::InProcessServer server(pool.get(), {{"dcl.v1.OccupancyService", &service}});
-  auto stub = v1::OccupancyService::NewStub(server.Channel());
+  OccupancyServer s(*pool);
+  auto& stub = s.stub;
 
   v1::PlaceDeviceRequest req;
   req.set_rack_id(rack);
@@ -87,10 +99,7 @@ TEST_CASE("two gRPC clients placing at front U9 at once: one booking, one UNIT_O
   const std::string rack = testing::CreateRack(db, org, site);
   const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
   auto pool = db.MakePool(8);
-  RpcGate gate(*pool);
-  OccupancyLogic logic(*pool);
-  OccupancyServiceImpl service(gate, logic);
-  testing::InProcessServer server(pool.get(), {{"dcl.v1.OccupancyService", &service}});
+  OccupancyServer s(*pool);
 
   for (int round = 0; round < 8; ++round) {
     const int unit = 9 + round;
@@ -101,7 +110,7 @@ TEST_CASE("two gRPC clients placing at front U9 at once: one booking, one UNIT_O
     std::thread clients[2];
     for (int c = 0; c < 2; ++c) {
       clients[c] = std::thread([&, c] {
-        auto stub = v1::OccupancyService::NewStub(server.Channel());
+        auto stub = v1::OccupancyService::NewStub(s.server.Channel());
         v1::PlaceDeviceRequest req;
         req.set_rack_id(rack);
         req.set_device_id(devices[c]);
@@ -132,21 +141,6 @@ TEST_CASE("two gRPC clients placing at front U9 at once: one booking, one UNIT_O
   CHECK(db.Count("SELECT count(*) FROM bookings") == 8);
   CHECK(db.Count("SELECT count(*) FROM booking_slots") == 8 * 2);  // full depth: front + rear
 }
-
-// One organization's occupancy service behind a real in-process server.
-struct OccupancyServer {
-  explicit OccupancyServer(DbPool& pool)
-      : gate(pool),
-        logic(pool),
-        service(gate, logic),
-        server(&pool, {{"dcl.v1.OccupancyService", &service}}),
-        stub(v1::OccupancyService::NewStub(server.Channel())) {}
-  RpcGate gate;
-  OccupancyLogic logic;
-  OccupancyServiceImpl service;
-  testing::InProcessServer server;
-  std::unique_ptr<v1::OccupancyService::Stub> stub;
-};
 
 TEST_CASE(
     "units at the ends of int32 are INVALID_ARGUMENT naming the field, in every booking "
@@ -371,7 +365,8 @@ TEST_CASE(
 
 // A rack with a 1000 W budget: a move's destination held for a 600 W device, a rack reservation
 // for a machine nobody has named yet, and a blocking. Asked over gRPC as the DC tooling asks.
-TEST_CASE("capacity over gRPC counts a move hold with its device and a rack reservation as unknown") {
+TEST_CASE(
+    "capacity over gRPC counts a move hold with its device and a rack reservation as unknown") {
   testing::TestDatabase db;
   const std::string org = testing::CreateOrg(db, "acme");
   const std::string site = testing::CreateSite(db, org, "FRA1");
@@ -387,11 +382,8 @@ TEST_CASE("capacity over gRPC counts a move hold with its device and a rack rese
   const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
 
   auto pool = db.MakePool(4);
-  RpcGate gate(*pool);
-  OccupancyLogic logic(*pool);
-  OccupancyServiceImpl service(gate, logic);
-  testing::InProcessServer server(pool.get(), {{"dcl.v1.OccupancyService", &service}});
-  auto stub = v1::OccupancyService::NewStub(server.Channel());
+  OccupancyServer s(*pool);
+  auto& stub = s.stub;
 
   v1::PlaceDeviceRequest place;
   place.set_rack_id(source_rack);
@@ -481,11 +473,8 @@ TEST_CASE("capacity over gRPC: a device without figures is unknown, and counted 
   const std::string token = testing::CreateTokenFor(db, org, Role::kDcOperator);
 
   auto pool = db.MakePool(4);
-  RpcGate gate(*pool);
-  OccupancyLogic logic(*pool);
-  OccupancyServiceImpl service(gate, logic);
-  testing::InProcessServer server(pool.get(), {{"dcl.v1.OccupancyService", &service}});
-  auto stub = v1::OccupancyService::NewStub(server.Channel());
+  OccupancyServer s(*pool);
+  auto& stub = s.stub;
 
   v1::PlaceDeviceRequest place;
   place.set_rack_id(rack);
