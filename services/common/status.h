@@ -33,6 +33,13 @@ class Error {
   v1::ErrorDetail detail_;
 };
 
+// Returns the status of `expr` from the enclosing function when it is not OK.
+#define DCL_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    const absl::Status dcl_status_ = (expr);   \
+    if (!dcl_status_.ok()) return dcl_status_; \
+  } while (0)
+
 // Shorthands for the common kinds of refusal.
 absl::Status InvalidInput(const std::string& field, const std::string& message);
 absl::Status NotFound(const std::string& what, const std::string& id);

@@ -17,12 +17,6 @@
 namespace dcl::inventory {
 namespace {
 
-#define DCL_RETURN_IF_ERROR(expr)              \
-  do {                                         \
-    const absl::Status dcl_status_ = (expr);   \
-    if (!dcl_status_.ok()) return dcl_status_; \
-  } while (0)
-
 constexpr int kDefaultPageSize = 50;
 
 // ---- Paging: the token is "<created_at in microseconds>.<id>" of the previous page's last row.

@@ -24,12 +24,6 @@ namespace {
 
 using Store = ReservationStore;
 
-#define DCL_RETURN_IF_ERROR(expr)              \
-  do {                                         \
-    const absl::Status dcl_status_ = (expr);   \
-    if (!dcl_status_.ok()) return dcl_status_; \
-  } while (0)
-
 constexpr int kDefaultPageSize = 50;
 
 // A uniformly random UUID-shaped string: the start of Reserve's walk over the site's devices.
