@@ -22,8 +22,6 @@ namespace dcl::reservation {
 
 namespace {
 
-using Store = ReservationStore;
-
 constexpr int kDefaultPageSize = 50;
 
 // A uniformly random UUID-shaped string: the start of Reserve's walk over the site's devices.
@@ -76,8 +74,8 @@ absl::StatusOr<Ref> ParseRef(const v1::ReservationRef& ref) {
 
 std::optional<ReservationRecord> Find(pqxx::work& tx, const std::string& org, const Ref& ref,
                                       bool lock) {
-  return ref.by_id ? Store::FindById(tx, org, ref.value, lock)
-                   : Store::FindByKey(tx, org, ref.value, lock);
+  return ref.by_id ? FindReservationById(tx, org, ref.value, lock)
+                   : FindReservationByKey(tx, org, ref.value, lock);
 }
 
 absl::Status WrongState(const v1::Reservation& r, const std::string& wanted) {
@@ -145,7 +143,8 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
   const Criteria criteria = CriteriaOf(request.criteria());
   const std::string& org = principal.org_id;
   const std::string& key = request.idempotency_key();
-  const std::string walk_start = walk_start_for_test_.empty() ? RandomPivot() : walk_start_for_test_;
+  const std::string walk_start =
+      walk_start_for_test_.empty() ? RandomPivot() : walk_start_for_test_;
   const WalkLimits limits{options_.max_candidates, options_.max_attempts, options_.max_rows_walked};
 
   // 1-4. The common path is one statement in autocommit: the key, the site, the walk, the lock
@@ -161,11 +160,11 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
   absl::StatusOr<Decision> decision =
       pool_.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Decision> {
         Decision d;
-        d.outcome = Store::ReserveInDatabase(tx, org, key, criteria, walk_start, ttl,
-                                             principal.Actor(), limits);
+        d.outcome =
+            ReserveInDatabase(tx, org, key, criteria, walk_start, ttl, principal.Actor(), limits);
         if (d.outcome.kind == ReserveOutcome::Kind::kNoCandidate ||
             d.outcome.kind == ReserveOutcome::Kind::kWalkLimit) {
-          d.summary = Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
+          d.summary = SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
         }
         return d;
       });
@@ -242,7 +241,7 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
         return WrongState(r, "it was converted for another service");
       }
       *outcome.response.mutable_reservation() = r;
-      if (auto binding = Store::FindBindingOfReservation(tx, org, r.id())) {
+      if (auto binding = FindBindingOfReservation(tx, org, r.id())) {
         *outcome.response.mutable_binding() = *binding;
       }
       outcome.response.set_replay(true);
@@ -259,10 +258,10 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
 
     // The deadline, by the database clock, read after the row lock was granted: a hold that
     // lapsed between two sweeps does not convert, sweeper or not.
-    std::optional<ReservationRecord> now = Store::FindById(tx, org, r.id(), false);
+    std::optional<ReservationRecord> now = FindReservationById(tx, org, r.id(), false);
     if (!now) return Internal("locked reservation vanished");
     if (now->lapsed) {
-      Store::MarkExpiredAtConversion(tx, r.id(), principal.Actor());
+      MarkExpiredAtConversion(tx, r.id(), principal.Actor());
       outcome.refusal = Error(absl::StatusCode::kFailedPrecondition, v1::HOLD_EXPIRED,
                               "the hold expired before conversion; reserve again")
                             .Meta("reservation_id", r.id())
@@ -274,11 +273,11 @@ absl::Status ReservationLogic::Convert(const Principal& principal,
 
     // The binding first, then the state: the row stays held until the binding exists, so a
     // concurrent order sees the hold or the binding at every instant (one commit).
-    absl::StatusOr<v1::ServiceBinding> binding = Store::WriteBinding(
-        tx, org, request.service_id(), r.device_id(), r.id(), principal.Actor());
+    absl::StatusOr<v1::ServiceBinding> binding =
+        WriteBinding(tx, org, request.service_id(), r.device_id(), r.id(), principal.Actor());
     if (!binding.ok()) return binding.status();
-    Store::MarkConverted(tx, r.id(), request.service_id(), principal.Actor());
-    std::optional<ReservationRecord> converted = Store::FindById(tx, org, r.id(), false);
+    MarkConverted(tx, r.id(), request.service_id(), principal.Actor());
+    std::optional<ReservationRecord> converted = FindReservationById(tx, org, r.id(), false);
     if (!converted) return Internal("converted reservation vanished");
     *outcome.response.mutable_reservation() = converted->proto;
     *outcome.response.mutable_binding() = *binding;
@@ -319,9 +318,9 @@ absl::Status ReservationLogic::Cancel(const Principal& principal, const v1::Canc
           return WrongState(locked->proto, "only a held reservation can be cancelled");
         }
         // Only a caller writes 'cancelled', and the row records who.
-        Store::MarkCancelled(tx, locked->proto.id(), principal.Actor(), request.reason());
+        MarkCancelled(tx, locked->proto.id(), principal.Actor(), request.reason());
         std::optional<ReservationRecord> cancelled =
-            Store::FindById(tx, org, locked->proto.id(), false);
+            FindReservationById(tx, org, locked->proto.id(), false);
         if (!cancelled) return Internal("cancelled reservation vanished");
         *out.mutable_reservation() = cancelled->proto;
         DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, out));
@@ -379,7 +378,7 @@ absl::Status ReservationLogic::ListReservations(const Principal& principal,
       pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ListReservationsResponse> {
         std::vector<ListCursor> cursors;
         std::vector<v1::Reservation> rows =
-            Store::List(tx, principal.org_id, state, after, page_size + 1, &cursors);
+            ReservationPage(tx, principal.org_id, state, after, page_size + 1, &cursors);
         v1::ListReservationsResponse out;
         const bool more = static_cast<int>(rows.size()) > page_size;
         if (more) rows.resize(page_size);
@@ -412,8 +411,8 @@ absl::Status ReservationLogic::CreateService(const Principal& principal,
           DCL_RETURN_IF_ERROR(claim->Replay(&service, replayed));
           return service;
         }
-        absl::StatusOr<v1::Service> inserted = Store::InsertService(
-            tx, principal.org_id, request.kind(), request.customer(), principal.Actor());
+        absl::StatusOr<v1::Service> inserted = InsertService(tx, principal.org_id, request.kind(),
+                                                             request.customer(), principal.Actor());
         if (!inserted.ok()) return inserted.status();
         DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *inserted));
         return inserted;
@@ -438,7 +437,7 @@ absl::Status ReservationLogic::EndBinding(const Principal& principal,
           return binding;
         }
         bool replay = false;
-        absl::StatusOr<v1::ServiceBinding> ended = Store::EndBinding(
+        absl::StatusOr<v1::ServiceBinding> ended = EndServiceBinding(
             tx, principal.org_id, request.binding_id(), principal.Actor(), &replay);
         if (!ended.ok()) return ended.status();
         DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *ended));

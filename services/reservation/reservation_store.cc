@@ -92,8 +92,9 @@ std::string StateName(v1::ReservationState state) {
   }
 }
 
-std::optional<ReservationRecord> ReservationStore::FindById(pqxx::work& tx, const std::string& org,
-                                                            const std::string& id, bool lock) {
+std::optional<ReservationRecord> FindReservationById(pqxx::transaction_base& tx,
+                                                     const std::string& org, const std::string& id,
+                                                     bool lock) {
   pqxx::result rows =
       tx.exec_params(absl::StrCat("SELECT ", ReservationColumns(),
                                   " FROM reservations r WHERE r.org_id = $1 AND r.id = $2",
@@ -103,8 +104,9 @@ std::optional<ReservationRecord> ReservationStore::FindById(pqxx::work& tx, cons
   return RecordFromRow(rows[0]);
 }
 
-std::optional<ReservationRecord> ReservationStore::FindByKey(pqxx::work& tx, const std::string& org,
-                                                             const std::string& key, bool lock) {
+std::optional<ReservationRecord> FindReservationByKey(pqxx::transaction_base& tx,
+                                                      const std::string& org,
+                                                      const std::string& key, bool lock) {
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", ReservationColumns(),
                    " FROM reservations r WHERE r.org_id = $1 AND r.idempotency_key = $2",
@@ -114,10 +116,10 @@ std::optional<ReservationRecord> ReservationStore::FindByKey(pqxx::work& tx, con
   return RecordFromRow(rows[0]);
 }
 
-std::vector<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::string& org,
-                                                    const std::string& state,
-                                                    const std::optional<ListCursor>& after,
-                                                    int limit, std::vector<ListCursor>* cursors) {
+std::vector<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::string& org,
+                                             const std::string& state,
+                                             const std::optional<ListCursor>& after, int limit,
+                                             std::vector<ListCursor>* cursors) {
   // Newest first; the cursor is the (created_at, id) of the last row returned, compared as
   // exact microseconds.
   pqxx::result rows = tx.exec_params(
@@ -136,9 +138,8 @@ std::vector<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::s
   return out;
 }
 
-ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::transaction_base& tx,
-                                                       const std::string& org,
-                                                       const Criteria& criteria, int max_listed) {
+ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::string& org,
+                                     const Criteria& criteria, int max_listed) {
   // One row per distinct combination of the asked site's facts (a handful), each with its count
   // and the first few device ids, plus one row counting the devices at the organization's other
   // sites (dcl_exclusion_summary, schema/migrations/0022_exclusion_summary.sql). Classify()
@@ -178,12 +179,10 @@ ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::transaction_base& t
   return summary;
 }
 
-ReserveOutcome ReservationStore::ReserveInDatabase(pqxx::transaction_base& tx,
-                                                  const std::string& org, const std::string& key,
-                                                  const Criteria& criteria,
-                                                  const std::string& walk_start, int ttl_seconds,
-                                                  const std::string& actor,
-                                                  const WalkLimits& limits) {
+ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
+                                 const std::string& key, const Criteria& criteria,
+                                 const std::string& walk_start, int ttl_seconds,
+                                 const std::string& actor, const WalkLimits& limits) {
   // The function returns the reservation as a composite value (an outer query in the same
   // statement would not see the row the function inserted); the lateral subquery only spreads
   // it into the columns RecordFromRow reads.
@@ -231,8 +230,8 @@ ReserveOutcome ReservationStore::ReserveInDatabase(pqxx::transaction_base& tx,
   return outcome;
 }
 
-void ReservationStore::MarkConverted(pqxx::work& tx, const std::string& id,
-                                     const std::string& service_id, const std::string& actor) {
+void MarkConverted(pqxx::transaction_base& tx, const std::string& id, const std::string& service_id,
+                   const std::string& actor) {
   tx.exec_params(
       "UPDATE reservations SET state = 'converted', end_reason = 'converted', "
       "ended_at = clock_timestamp(), ended_by = $2, service_id = $3 "
@@ -240,16 +239,16 @@ void ReservationStore::MarkConverted(pqxx::work& tx, const std::string& id,
       id, actor, service_id);
 }
 
-void ReservationStore::MarkExpiredAtConversion(pqxx::work& tx, const std::string& id,
-                                               const std::string& actor) {
+void MarkExpiredAtConversion(pqxx::transaction_base& tx, const std::string& id,
+                             const std::string& actor) {
   tx.exec_params(
       "UPDATE reservations SET state = 'expired', end_reason = 'expired_at_conversion', "
       "ended_at = clock_timestamp(), ended_by = $2 WHERE id = $1 AND state = 'held'",
       id, actor);
 }
 
-void ReservationStore::MarkCancelled(pqxx::work& tx, const std::string& id,
-                                     const std::string& actor, const std::string& note) {
+void MarkCancelled(pqxx::transaction_base& tx, const std::string& id, const std::string& actor,
+                   const std::string& note) {
   tx.exec_params(
       "UPDATE reservations SET state = 'cancelled', end_reason = 'cancelled', "
       "ended_at = clock_timestamp(), ended_by = $2, end_note = nullif($3, '') "
@@ -257,9 +256,9 @@ void ReservationStore::MarkCancelled(pqxx::work& tx, const std::string& id,
       id, actor, note);
 }
 
-v1::Service ReservationStore::InsertService(pqxx::work& tx, const std::string& org,
-                                            const std::string& kind, const std::string& customer,
-                                            const std::string& actor) {
+v1::Service InsertService(pqxx::transaction_base& tx, const std::string& org,
+                          const std::string& kind, const std::string& customer,
+                          const std::string& actor) {
   pqxx::row row = tx.exec_params1(
       "INSERT INTO services (org_id, kind, customer, created_by) VALUES ($1, $2, $3, $4) "
       "RETURNING id::text",
@@ -271,9 +270,11 @@ v1::Service ReservationStore::InsertService(pqxx::work& tx, const std::string& o
   return service;
 }
 
-absl::StatusOr<v1::ServiceBinding> ReservationStore::WriteBinding(
-    pqxx::work& tx, const std::string& org, const std::string& service_id,
-    const std::string& device_id, const std::string& reservation_id, const std::string& actor) {
+absl::StatusOr<v1::ServiceBinding> WriteBinding(pqxx::transaction_base& tx, const std::string& org,
+                                                const std::string& service_id,
+                                                const std::string& device_id,
+                                                const std::string& reservation_id,
+                                                const std::string& actor) {
   // RULE ENFORCED HERE, NOT BY THE SCHEMA: a binding points to a dedicated service. A CHECK
   // cannot read the services table, so this function, the only one that inserts into
   // service_bindings, refuses any other kind. FOR KEY SHARE keeps the service from being
@@ -315,8 +316,9 @@ absl::StatusOr<v1::ServiceBinding> ReservationStore::WriteBinding(
   return BindingFromRow(row);
 }
 
-std::optional<v1::ServiceBinding> ReservationStore::FindBindingOfReservation(
-    pqxx::work& tx, const std::string& org, const std::string& reservation_id) {
+std::optional<v1::ServiceBinding> FindBindingOfReservation(pqxx::transaction_base& tx,
+                                                           const std::string& org,
+                                                           const std::string& reservation_id) {
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", BindingColumns(),
                    " FROM service_bindings b WHERE b.org_id = $1 AND b.reservation_id = $2 "
@@ -326,11 +328,10 @@ std::optional<v1::ServiceBinding> ReservationStore::FindBindingOfReservation(
   return BindingFromRow(rows[0]);
 }
 
-absl::StatusOr<v1::ServiceBinding> ReservationStore::EndBinding(pqxx::work& tx,
-                                                                const std::string& org,
-                                                                const std::string& binding_id,
-                                                                const std::string& actor,
-                                                                bool* replay) {
+absl::StatusOr<v1::ServiceBinding> EndServiceBinding(pqxx::transaction_base& tx,
+                                                     const std::string& org,
+                                                     const std::string& binding_id,
+                                                     const std::string& actor, bool* replay) {
   pqxx::result updated = tx.exec_params(
       absl::StrCat("UPDATE service_bindings b SET ended_at = greatest(clock_timestamp(), "
                    "b.started_at), ended_by = $3 "

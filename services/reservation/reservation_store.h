@@ -1,12 +1,13 @@
 // Persistence of reservations, services and service bindings: every SQL statement of the
-// reservation service lives here, and each aggregate has one write path. Functions run inside
-// the caller's transaction (DbPool::Transact) and leave driver exceptions to it.
+// reservation service lives here, and each aggregate has one write path. Free functions that run inside the caller's transaction (DbPool::Transact,
+// or autocommit where said) and leave driver exceptions to it.
 //
 // Constraint violations are told apart by the violated constraint's NAME (GuardedExec), mapped
 // with the explicit constants below; message text is never read.
 #ifndef DCL_SERVICES_RESERVATION_RESERVATION_STORE_H_
 #define DCL_SERVICES_RESERVATION_RESERVATION_STORE_H_
 
+#include <cstdint>
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
@@ -73,59 +74,63 @@ struct ListCursor {
   std::string id;
 };
 
-class ReservationStore {
- public:
-  // --- reservations: reads
-  static std::optional<ReservationRecord> FindById(pqxx::work& tx, const std::string& org,
-                                                   const std::string& id, bool lock);
-  static std::optional<ReservationRecord> FindByKey(pqxx::work& tx, const std::string& org,
-                                                    const std::string& key, bool lock);
-  static std::vector<v1::Reservation> List(pqxx::work& tx, const std::string& org,
-                                           const std::string& state,  // "" = all
-                                           const std::optional<ListCursor>& after, int limit,
-                                           std::vector<ListCursor>* cursors);
+// --- reservations: reads
+std::optional<ReservationRecord> FindReservationById(pqxx::transaction_base& tx,
+                                                     const std::string& org, const std::string& id,
+                                                     bool lock);
+std::optional<ReservationRecord> FindReservationByKey(pqxx::transaction_base& tx,
+                                                      const std::string& org,
+                                                      const std::string& key, bool lock);
+// One page of the organization's reservations, newest first, after `after`; `cursors` (may be
+// null) receives each returned row's paging position.
+std::vector<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::string& org,
+                                             const std::string& state,  // "" = all
+                                             const std::optional<ListCursor>& after, int limit,
+                                             std::vector<ListCursor>* cursors);
 
-  // --- devices as candidates
-  // Every device of the organization classified (the explanation of a refusal: runs only when
-  // Reserve found nothing to hold): the asked site's devices grouped by facts, the other sites'
-  // devices as one wrong_site count. One read-only statement; autocommit is enough.
-  static ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::string& org,
-                                              const Criteria& criteria, int max_listed);
+// --- devices as candidates
+// Every device of the organization classified (the explanation of a refusal: runs only when
+// Reserve found nothing to hold): the asked site's devices grouped by facts, the other sites'
+// devices as one wrong_site count. One read-only statement; autocommit is enough.
+ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::string& org,
+                                     const Criteria& criteria, int max_listed);
 
-  // --- reservations: the write path
-  // Reserve's common path, one statement (dcl_reserve in schema/migrations/
-  // 0020_reserve_function.sql): the order's existing reservation, or the site check, the walk
-  // from `walk_start`, one candidate locked at a time and the hold inserted with the arbiter
-  // index deciding. Run it in autocommit (pqxx::nontransaction): the function's transaction is
-  // the statement's, so its row and advisory locks end with it.
-  static ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
-                                          const std::string& key, const Criteria& criteria,
-                                          const std::string& walk_start, int ttl_seconds,
-                                          const std::string& actor, const WalkLimits& limits);
-  // held → converted / expired (at conversion) / cancelled. The row must be locked and held.
-  static void MarkConverted(pqxx::work& tx, const std::string& id, const std::string& service_id,
-                            const std::string& actor);
-  static void MarkExpiredAtConversion(pqxx::work& tx, const std::string& id,
-                                      const std::string& actor);
-  static void MarkCancelled(pqxx::work& tx, const std::string& id, const std::string& actor,
-                            const std::string& note);
+// --- reservations: the write path
+// Reserve's common path, one statement (dcl_reserve in schema/migrations/
+// 0020_reserve_function.sql): the order's existing reservation, or the site check, the walk
+// from `walk_start`, one candidate locked at a time and the hold inserted with the arbiter
+// index deciding. Run it in autocommit (pqxx::nontransaction): the function's transaction is
+// the statement's, so its row and advisory locks end with it.
+ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
+                                 const std::string& key, const Criteria& criteria,
+                                 const std::string& walk_start, int ttl_seconds,
+                                 const std::string& actor, const WalkLimits& limits);
+// held → converted / expired (at conversion) / cancelled. The row must be locked and held.
+void MarkConverted(pqxx::transaction_base& tx, const std::string& id, const std::string& service_id,
+                   const std::string& actor);
+void MarkExpiredAtConversion(pqxx::transaction_base& tx, const std::string& id,
+                             const std::string& actor);
+void MarkCancelled(pqxx::transaction_base& tx, const std::string& id, const std::string& actor,
+                   const std::string& note);
 
-  // --- services and bindings
-  static v1::Service InsertService(pqxx::work& tx, const std::string& org, const std::string& kind,
-                                   const std::string& customer, const std::string& actor);
-  // The one function that writes service bindings.
-  static absl::StatusOr<v1::ServiceBinding> WriteBinding(pqxx::work& tx, const std::string& org,
-                                                         const std::string& service_id,
-                                                         const std::string& device_id,
-                                                         const std::string& reservation_id,
-                                                         const std::string& actor);
-  static std::optional<v1::ServiceBinding> FindBindingOfReservation(
-      pqxx::work& tx, const std::string& org, const std::string& reservation_id);
-  // Sets ended_at on an active binding; an ended one is returned as it is (replay).
-  static absl::StatusOr<v1::ServiceBinding> EndBinding(pqxx::work& tx, const std::string& org,
-                                                       const std::string& binding_id,
-                                                       const std::string& actor, bool* replay);
-};
+// --- services and bindings
+v1::Service InsertService(pqxx::transaction_base& tx, const std::string& org,
+                          const std::string& kind, const std::string& customer,
+                          const std::string& actor);
+// The one function that writes service bindings.
+absl::StatusOr<v1::ServiceBinding> WriteBinding(pqxx::transaction_base& tx, const std::string& org,
+                                                const std::string& service_id,
+                                                const std::string& device_id,
+                                                const std::string& reservation_id,
+                                                const std::string& actor);
+std::optional<v1::ServiceBinding> FindBindingOfReservation(pqxx::transaction_base& tx,
+                                                           const std::string& org,
+                                                           const std::string& reservation_id);
+// Sets ended_at on an active binding; an ended one is returned as it is (replay).
+absl::StatusOr<v1::ServiceBinding> EndServiceBinding(pqxx::transaction_base& tx,
+                                                     const std::string& org,
+                                                     const std::string& binding_id,
+                                                     const std::string& actor, bool* replay);
 
 // "held" ↔ RESERVATION_HELD, ...
 v1::ReservationState StateFromName(const std::string& name);

@@ -121,9 +121,8 @@ TEST_CASE(
 
                   const ReserveOutcome outcome = [&] {
                     pqxx::nontransaction tx(*conn);
-                    return ReservationStore::ReserveInDatabase(tx, org, absl::StrCat("order-", n),
-                                                               criteria, kWalkFromTheStart, 900,
-                                                               "test", WalkLimits{});
+                    return ReserveInDatabase(tx, org, absl::StrCat("order-", n), criteria,
+                                             kWalkFromTheStart, 900, "test", WalkLimits{});
                   }();
                   INFO("combination "
                        << n << ": same_site=" << same_site << " vendor=" << vendor.asked << "/"
