@@ -132,6 +132,19 @@ absl::StatusOr<v1::ServiceBinding> EndServiceBinding(pqxx::transaction_base& tx,
                                                      const std::string& binding_id,
                                                      const std::string& actor, bool* replay);
 
+// --- where a service's machine is (GetServiceLocation)
+// Whether the organization has this service; with `customer_only`, only when `customer` is the
+// service's customer (compared as given: an empty `customer` is no wildcard).
+bool HasService(pqxx::transaction_base& tx, const std::string& org, const std::string& service_id,
+                bool customer_only, const std::string& customer);
+// Where the machine bound to the service right now is placed: site, rack, units and sides of
+// its active placement. Only a read of the occupancy aggregate's bookings: the booking write
+// path (services/occupancy/booking_store.h) stays their only writer. nullopt when the service
+// has no binding in force, or its machine is not placed.
+std::optional<v1::ServiceLocation> LocateBoundMachine(pqxx::transaction_base& tx,
+                                                      const std::string& org,
+                                                      const std::string& service_id);
+
 // "held" ↔ RESERVATION_HELD, ...
 v1::ReservationState StateFromName(const std::string& name);
 std::string StateName(v1::ReservationState state);  // "" for unspecified

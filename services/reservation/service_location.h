@@ -1,6 +1,7 @@
 // "Where is my server?": the physical location (site, rack, units) of one of the caller's
-// services. Read-only; it crosses the reservation aggregate (bindings) and the occupancy
-// aggregate (placements), so it lives in neither store.
+// services. Read-only: who may see which service is decided here, the reads themselves are the
+// reservation store's (HasService, LocateBoundMachine), which reads the occupancy aggregate's
+// placements without writing them.
 #ifndef DCL_SERVICES_RESERVATION_SERVICE_LOCATION_H_
 #define DCL_SERVICES_RESERVATION_SERVICE_LOCATION_H_
 
