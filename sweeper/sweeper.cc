@@ -4,6 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/metrics.h"
+#include "services/common/request_ledger.h"
+#include "services/occupancy/booking_store.h"
+#include "services/reservation/reservation_store.h"
 
 namespace dcl {
 
@@ -55,68 +58,10 @@ class RealClockImpl final : public Clock {
   }
 };
 
-// Held reservations whose deadline passed by the database clock → expired, never cancelled
-// ("did someone call it off, or did it lapse?" must stay answerable). The row lock of
-// FOR UPDATE SKIP LOCKED is what a Convert takes too: a hold being converted right now is not
-// ours to judge; the next pass sees whatever that Convert committed. The outer UPDATE repeats
-// the state condition so the statement is correct on its own, whatever picked the ids.
-// Schema enforces: the state vocabulary and the one-hold-per-device index. This statement
-// enforces: only `held` rows past expires_at are touched, and they become `expired`.
-constexpr char kExpireBatchSql[] = R"sql(
-WITH due AS (
-  SELECT id FROM reservations
-  WHERE state = 'held' AND expires_at < now()
-  ORDER BY expires_at
-  LIMIT $1
-  FOR UPDATE SKIP LOCKED
-)
-UPDATE reservations r
-SET state = 'expired', ended_at = now(), end_reason = 'expired_by_sweeper', ended_by = $2
-FROM due
-WHERE r.id = due.id AND r.state = 'held'
-)sql";
+// Recorded on each rack reservation the sweeper releases (bookings.release_reason).
+constexpr char kSweeperReleaseReason[] = "expired; released by the sweeper";
 
-// Lapsed rack `reservation` bookings → released, header and slots in the same transaction (one
-// statement). Only kind 'reservation': a placement never expires (the schema's CHECK keeps its
-// expires_at NULL) and a move hold belongs to a move in progress, so the kind condition is
-// here as well as in the data.
-constexpr char kReleaseBookingBatchSql[] = R"sql(
-WITH due AS (
-  SELECT id FROM bookings
-  WHERE kind = 'reservation' AND released_at IS NULL AND expires_at < now()
-  ORDER BY expires_at
-  LIMIT $1
-  FOR UPDATE SKIP LOCKED
-), headers AS (
-  UPDATE bookings b
-  SET released_at = now(), released_by = $2, release_reason = 'expired; released by the sweeper'
-  FROM due
-  WHERE b.id = due.id AND b.kind = 'reservation' AND b.released_at IS NULL
-  RETURNING b.id
-), slots AS (
-  UPDATE booking_slots s
-  SET released_at = now()
-  FROM headers
-  WHERE s.booking_id = headers.id AND s.released_at IS NULL
-  RETURNING s.booking_id
-)
-SELECT (SELECT count(*) FROM headers), (SELECT count(*) FROM slots)
-)sql";
-
-// Client request ids older than the retention (services/common/request_ledger.h). A row locked
-// by a write replaying it right now is skipped and deleted next time.
-constexpr char kDeleteRequestBatchSql[] = R"sql(
-WITH due AS (
-  SELECT org_id, request_id FROM client_requests
-  WHERE created_at < now() - $2::bigint * interval '1 second'
-  ORDER BY created_at
-  LIMIT $1
-  FOR UPDATE SKIP LOCKED
-)
-DELETE FROM client_requests c USING due
-WHERE c.org_id = due.org_id AND c.request_id = due.request_id
-)sql";
-
+// The sweeper's own table: when each instance last completed a sweep, or failed one.
 constexpr char kRecordSuccessSql[] = R"sql(
 INSERT INTO sweeper_status AS s (name, last_success_at, last_reservations_expired,
                                  last_bookings_released, last_duration_ms, updated_at)
@@ -162,24 +107,20 @@ void Sweeper::RequestStop() {
 
 absl::StatusOr<int64_t> Sweeper::ExpireReservationBatch() {
   return pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<int64_t> {
-    pqxx::result result = tx.exec_params(kExpireBatchSql, options_.batch_size, kSweeperActor);
-    return static_cast<int64_t>(result.affected_rows());
+    return reservation::ExpireLapsedHolds(tx, options_.batch_size, kSweeperActor);
   });
 }
 
 absl::StatusOr<int64_t> Sweeper::ReleaseBookingBatch() {
   return pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<int64_t> {
-    pqxx::row row = tx.exec_params1(kReleaseBookingBatchSql, options_.batch_size, kSweeperActor);
-    return row[0].as<int64_t>();
+    return occupancy::ReleaseLapsedReservations(tx, options_.batch_size, kSweeperActor,
+                                                kSweeperReleaseReason);
   });
 }
 
 absl::StatusOr<int64_t> Sweeper::DeleteRequestBatch() {
   return pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<int64_t> {
-    pqxx::result result =
-        tx.exec_params(kDeleteRequestBatchSql, options_.batch_size,
-                       absl::ToInt64Seconds(options_.request_retention));
-    return static_cast<int64_t>(result.affected_rows());
+    return request_ledger::DeleteExpired(tx, options_.request_retention, options_.batch_size);
   });
 }
 

@@ -18,6 +18,12 @@
 // a row someone else holds is left for the next pass, and whichever transaction commits first
 // wins while the other sees the new state. Stopping (SIGTERM) takes effect between batches, so
 // a batch is either committed whole or not at all.
+//
+// Ownership: the sweeper writes only its own sweeper_status rows. Each batch is a call into the
+// owner of the rows it changes, inside the batch's transaction: the reservation store
+// (reservation::ExpireLapsedHolds), the booking write path (occupancy::ReleaseLapsedReservations,
+// the same release statement as every other release) and the request ledger
+// (request_ledger::DeleteExpired).
 #ifndef DCL_SWEEPER_SWEEPER_H_
 #define DCL_SWEEPER_SWEEPER_H_
 
@@ -103,7 +109,7 @@ class Sweeper {
   int64_t sweeps_failed() const { return sweeps_failed_.load(); }
 
  private:
-  // One transaction each; the number of rows changed.
+  // One transaction each, one call into the rows' owner; the number of rows changed.
   absl::StatusOr<int64_t> ExpireReservationBatch();
   absl::StatusOr<int64_t> ReleaseBookingBatch();
   absl::StatusOr<int64_t> DeleteRequestBatch();

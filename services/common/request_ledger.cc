@@ -25,6 +25,19 @@ constexpr char kReadSql[] =
 constexpr char kFinishSql[] =
     "UPDATE client_requests SET response = decode($3, 'hex') "
     "WHERE org_id = $1::uuid AND request_id = $2 AND response IS NULL";
+// Oldest first, a batch at a time. A row locked by a write replaying it right now is skipped
+// and deleted next time.
+constexpr char kDeleteExpiredSql[] = R"sql(
+WITH due AS (
+  SELECT org_id, request_id FROM client_requests
+  WHERE created_at < now() - $2::bigint * interval '1 second'
+  ORDER BY created_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+)
+DELETE FROM client_requests c USING due
+WHERE c.org_id = due.org_id AND c.request_id = due.request_id
+)sql";
 
 std::string DeterministicBytes(const google::protobuf::Message& message) {
   std::string bytes;
@@ -117,6 +130,11 @@ void Abandon(pqxx::transaction_base& tx, const Claim& claim) {
   if (claim.request_id.empty() || claim.replay) return;
   tx.exec_params("DELETE FROM client_requests WHERE org_id = $1::uuid AND request_id = $2",
                  claim.org_id, claim.request_id);
+}
+
+int64_t DeleteExpired(pqxx::transaction_base& tx, absl::Duration retention, int limit) {
+  pqxx::result result = tx.exec_params(kDeleteExpiredSql, limit, absl::ToInt64Seconds(retention));
+  return static_cast<int64_t>(result.affected_rows());
 }
 
 }  // namespace dcl::request_ledger

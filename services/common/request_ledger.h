@@ -24,10 +24,12 @@
 //
 // Ids are scoped per organization: two organizations may use the same id independently. An
 // empty request id means "no retry protection": Begin claims nothing, Finish stores nothing.
-// Rows are kept for the sweeper's retention (7 days by default) and then deleted by it.
+// Rows are kept for the sweeper's retention (7 days by default) and then deleted by it
+// (DeleteExpired).
 #ifndef DCL_SERVICES_COMMON_REQUEST_LEDGER_H_
 #define DCL_SERVICES_COMMON_REQUEST_LEDGER_H_
 
+#include <cstdint>
 #include <string>
 
 #include <google/protobuf/message.h>
@@ -35,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "services/common/rpc_catalog.h"
 
 namespace dcl::request_ledger {
@@ -70,6 +73,12 @@ absl::Status Finish(pqxx::transaction_base& tx, const Claim& claim,
 // records an expired hold and answers HOLD_EXPIRED): no row stays, as for any other refusal, and
 // a retry with the same id runs again. A no-op without a request id.
 void Abandon(pqxx::transaction_base& tx, const Claim& claim);
+
+// Deletes up to `limit` rows (of every organization) claimed longer than `retention` ago by the
+// database clock; returns how many. The sweeper's batch: rows are picked FOR UPDATE SKIP LOCKED,
+// so a row a write is replaying right now is left for the next pass. Fewer than `limit` means
+// every such row nobody else held is gone.
+int64_t DeleteExpired(pqxx::transaction_base& tx, absl::Duration retention, int limit);
 
 }  // namespace dcl::request_ledger
 

@@ -380,18 +380,28 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
   return booking;
 }
 
+// The one release statement: every booking the `targets` query names (a query yielding `id`) that
+// is still active gets released_at (database clock), released_by ($1) and release_reason ($2),
+// and its slot rows released_at, in one statement, so a booking is never half released. The
+// targets' own parameters are $3 onwards. Returns (bookings released, slots released).
+std::string ReleaseSql(const char* targets) {
+  return absl::StrCat(
+      "WITH targets AS (", targets,
+      "), h AS (UPDATE bookings b SET released_at = now(), released_by = $1, "
+      "release_reason = $2 FROM targets WHERE b.id = targets.id AND b.released_at IS NULL "
+      "RETURNING b.id), "
+      "s AS (UPDATE booking_slots SET released_at = now() FROM h "
+      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) "
+      "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)");
+}
+
 // Releases header and slots of one active booking; returns whether it was active.
 bool ReleaseRow(pqxx::transaction_base& tx, const std::string& org_id,
                 const std::string& booking_id, const std::string& released_by,
                 const std::string& reason) {
-  pqxx::row r = tx.exec_params1(
-      "WITH h AS (UPDATE bookings SET released_at = now(), released_by = $3, "
-      "release_reason = $4 WHERE id = $1::uuid AND org_id = $2::uuid AND released_at IS NULL "
-      "RETURNING id), "
-      "s AS (UPDATE booking_slots SET released_at = now() FROM h "
-      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) "
-      "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)",
-      booking_id, org_id, released_by, reason);
+  static const std::string* sql = new std::string(
+      ReleaseSql("SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid"));
+  pqxx::row r = tx.exec_params1(*sql, released_by, reason, booking_id, org_id);
   return r[0].as<int64_t>() > 0;
 }
 
@@ -531,6 +541,21 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
     return WrongState(booking_id, absl::StrCat("booking ", booking_id, " is already released"));
   }
   return LoadBooking(tx, principal, booking_id);
+}
+
+int64_t ReleaseLapsedReservations(pqxx::transaction_base& tx, int limit,
+                                  const std::string& released_by, const std::string& reason) {
+  // Only kind 'reservation': a placement never expires (the schema's CHECK keeps its expires_at
+  // NULL) and a move hold belongs to a move in progress, so the kind condition is here as well
+  // as in the data. The rows stay locked (FOR UPDATE) until the release statement around this
+  // query has written them.
+  static const std::string* sql =
+      new std::string(ReleaseSql("SELECT id FROM bookings "
+                                 "WHERE kind = 'reservation' AND released_at IS NULL "
+                                 "AND expires_at < now() "
+                                 "ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED"));
+  pqxx::row r = tx.exec_params1(*sql, released_by, reason, limit);
+  return r[0].as<int64_t>();
 }
 
 absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx, const Principal& principal,

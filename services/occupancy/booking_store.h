@@ -1,6 +1,7 @@
 // The one write path for bookings of rack units (placements, blockings, move holds, rack
-// reservations). Every booking of every service is created, released and promoted here; no
-// other code writes bookings or booking_slots rows. The move service composes these functions
+// reservations). Every booking of every service is created, released and promoted here, and the
+// sweeper's lapsed reservations are released here too; no other code writes bookings or
+// booking_slots rows. The move service composes these functions
 // inside its own transaction.
 //
 // The boundary is the database: the partial unique index booking_slots_active_uq (one active
@@ -89,6 +90,15 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
 absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Principal& principal,
                                            const std::string& booking_id,
                                            const std::string& reason);
+
+// Releases up to `limit` active `reservation` bookings of every organization whose expires_at
+// has passed by the database clock, oldest deadline first, through the same release statement
+// as ReleaseBooking (header and slots together); returns how many bookings. The sweeper's batch:
+// rows are picked FOR UPDATE SKIP LOCKED, so a booking another transaction has locked is skipped
+// and left for the next pass. Never a placement or a move hold. Fewer than `limit` means every
+// lapsed reservation nobody else held is done.
+int64_t ReleaseLapsedReservations(pqxx::transaction_base& tx, int limit,
+                                  const std::string& released_by, const std::string& reason);
 
 // Turns an active move hold into a placement in one UPDATE: kind move_hold → placement,
 // expires_at → NULL; the booking id and its slot rows stay as they are, so the space is never

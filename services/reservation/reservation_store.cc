@@ -256,6 +256,31 @@ void MarkCancelled(pqxx::transaction_base& tx, const std::string& id, const std:
       id, actor, note);
 }
 
+int64_t ExpireLapsedHolds(pqxx::transaction_base& tx, int limit, const std::string& actor) {
+  // Held reservations whose deadline passed by the database clock → expired, never cancelled
+  // ("did someone call it off, or did it lapse?" must stay answerable). The row lock of
+  // FOR UPDATE SKIP LOCKED is what a Convert takes too: a hold being converted right now is not
+  // ours to judge; the next pass sees whatever that Convert committed. The outer UPDATE repeats
+  // the state condition so the statement is correct on its own, whatever picked the ids.
+  // Schema enforces: the state vocabulary and the one-hold-per-device index. This statement
+  // enforces: only `held` rows past expires_at are touched, and they become `expired`.
+  pqxx::result result = tx.exec_params(R"sql(
+WITH due AS (
+  SELECT id FROM reservations
+  WHERE state = 'held' AND expires_at < now()
+  ORDER BY expires_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE reservations r
+SET state = 'expired', ended_at = now(), end_reason = 'expired_by_sweeper', ended_by = $2
+FROM due
+WHERE r.id = due.id AND r.state = 'held'
+)sql",
+                                       limit, actor);
+  return static_cast<int64_t>(result.affected_rows());
+}
+
 v1::Service InsertService(pqxx::transaction_base& tx, const std::string& org,
                           const std::string& kind, const std::string& customer,
                           const std::string& actor) {

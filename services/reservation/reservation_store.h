@@ -1,5 +1,6 @@
 // Persistence of reservations, services and service bindings: every SQL statement of the
-// reservation service lives here, and each aggregate has one write path. Free functions that run inside the caller's transaction (DbPool::Transact,
+// reservation service and of the sweeper's expiry of lapsed holds lives here, and each aggregate
+// has one write path. Free functions that run inside the caller's transaction (DbPool::Transact,
 // or autocommit where said) and leave driver exceptions to it.
 //
 // Constraint violations are told apart by the violated constraint's NAME (GuardedExec), mapped
@@ -112,6 +113,12 @@ void MarkExpiredAtConversion(pqxx::transaction_base& tx, const std::string& id,
                              const std::string& actor);
 void MarkCancelled(pqxx::transaction_base& tx, const std::string& id, const std::string& actor,
                    const std::string& note);
+// held → expired for up to `limit` holds of every organization whose expires_at has passed by
+// the database clock, oldest deadline first (end_reason 'expired_by_sweeper', ended_by `actor`);
+// returns how many. The sweeper's batch: rows are picked FOR UPDATE SKIP LOCKED, so a hold that
+// a Convert (or another sweeper) has locked is skipped, not waited for, and left to whichever
+// transaction commits first. Fewer than `limit` means every due hold nobody else held is done.
+int64_t ExpireLapsedHolds(pqxx::transaction_base& tx, int limit, const std::string& actor);
 
 // --- services and bindings
 v1::Service InsertService(pqxx::transaction_base& tx, const std::string& org,
