@@ -128,86 +128,135 @@ absl::Status ValidateOptions(const ReservationOptions& o) {
 ReservationLogic::ReservationLogic(DbPool& pool, ReservationOptions options)
     : pool_(pool), options_(options) {}
 
-absl::Status ReservationLogic::Reserve(const Principal& principal,
-                                       const v1::ReserveRequest& request,
-                                       v1::ReserveResponse* response) {
+namespace {
+
+// One Reserve call, validated, with its defaults applied (the walk's start is set by Reserve).
+struct ReserveCall {
+  std::string org;
+  std::string key;
+  std::string actor;
+  Criteria criteria;
+  int ttl_seconds = 0;
+  std::string walk_start;
+  WalkLimits limits;
+};
+
+// Everything is checked before the database is asked, so a bad request writes nothing and names
+// its field. The TTL's upper bound is the configured one, tighter than the gate's table.
+absl::StatusOr<ReserveCall> ReadReserveRequest(const Principal& principal,
+                                               const v1::ReserveRequest& request,
+                                               const ReservationOptions& options) {
   DCL_RETURN_IF_ERROR(CheckText("idempotency_key", request.idempotency_key(), kMaxKeyLength, true));
   DCL_RETURN_IF_ERROR(CheckCriteria(request.criteria()));
   if (request.has_ttl_seconds() &&
-      (request.ttl_seconds() <= 0 || request.ttl_seconds() > options_.max_ttl_seconds)) {
+      (request.ttl_seconds() <= 0 || request.ttl_seconds() > options.max_ttl_seconds)) {
     return InvalidInput(
         "ttl_seconds",
-        absl::StrCat("must be between 1 and ", options_.max_ttl_seconds, " (unset: the default)"));
+        absl::StrCat("must be between 1 and ", options.max_ttl_seconds, " (unset: the default)"));
   }
-  const int ttl = request.has_ttl_seconds() ? request.ttl_seconds() : options_.default_ttl_seconds;
-  const Criteria criteria = CriteriaOf(request.criteria());
-  const std::string& org = principal.org_id;
-  const std::string& key = request.idempotency_key();
-  const std::string walk_start =
-      walk_start_for_test_.empty() ? RandomPivot() : walk_start_for_test_;
-  const WalkLimits limits{options_.max_candidates, options_.max_attempts, options_.max_rows_walked};
+  ReserveCall call;
+  call.org = principal.org_id;
+  call.key = request.idempotency_key();
+  call.actor = principal.Actor();
+  call.criteria = CriteriaOf(request.criteria());
+  call.ttl_seconds =
+      request.has_ttl_seconds() ? request.ttl_seconds() : options.default_ttl_seconds;
+  call.limits = WalkLimits{options.max_candidates, options.max_attempts, options.max_rows_walked};
+  return call;
+}
 
-  // 1-4. The common path is one statement in autocommit: the key, the site, the walk, the lock
-  // and the hold, all inside dcl_reserve (see reservation_store.h). Calling it again after a
-  // broken connection is safe: the key replays a hold that did commit.
-  // 6. A refusal is explained on the same connection, right after (step 6 below): one lease of
-  // the pool per call, so a refusal does not queue for a connection twice when many callers
-  // are refused at once.
-  struct Decision {
-    ReserveOutcome outcome;
-    std::optional<ExclusionSummary> summary;
-  };
-  absl::StatusOr<Decision> decision =
-      pool_.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Decision> {
-        Decision d;
-        d.outcome =
-            ReserveInDatabase(tx, org, key, criteria, walk_start, ttl, principal.Actor(), limits);
-        if (d.outcome.kind == ReserveOutcome::Kind::kNoCandidate ||
-            d.outcome.kind == ReserveOutcome::Kind::kWalkLimit) {
-          d.summary = SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
+// What the database said: dcl_reserve's outcome and, for a refusal, the exclusion summary that
+// explains it.
+struct ReserveDecision {
+  ReserveOutcome outcome;
+  std::optional<ExclusionSummary> summary;
+};
+
+bool IsRefusal(ReserveOutcome::Kind kind) {
+  return kind == ReserveOutcome::Kind::kNoCandidate || kind == ReserveOutcome::Kind::kWalkLimit;
+}
+
+// The common path is one statement in autocommit: the key, the site, the walk, the lock and the
+// hold, all inside dcl_reserve (see reservation_store.h). Calling it again after a broken
+// connection is safe: the key replays a hold that did commit. A refusal is explained on the same
+// connection, right after: one lease of the pool per call, so a refusal does not queue for a
+// connection twice when many callers are refused at once.
+absl::StatusOr<ReserveDecision> DecideInDatabase(DbPool& pool, const ReserveCall& call,
+                                                 int max_listed_devices) {
+  return pool.AutocommitIdempotent(
+      [&](pqxx::nontransaction& tx) -> absl::StatusOr<ReserveDecision> {
+        ReserveDecision decision;
+        decision.outcome = ReserveInDatabase(tx, call.org, call.key, call.criteria, call.walk_start,
+                                             call.ttl_seconds, call.actor, call.limits);
+        if (IsRefusal(decision.outcome.kind)) {
+          decision.summary = SummarizeExclusions(tx, call.org, call.criteria, max_listed_devices);
         }
-        return d;
+        return decision;
       });
-  if (!decision.ok()) return decision.status();
-  const ReserveOutcome* outcome = &decision->outcome;
-  using Kind = ReserveOutcome::Kind;
-  switch (outcome->kind) {
-    case Kind::kHeld:
-    case Kind::kReplay: {
-      if (!outcome->reservation) return Internal("reserve answered without a reservation");
-      const v1::Reservation& reservation = outcome->reservation->proto;
-      // 7. The order's existing reservation, whatever its state; the same key with other
-      // criteria is a client error, and nothing is written.
-      if (outcome->kind == Kind::kReplay && CriteriaOf(reservation.criteria()) != criteria) {
-        return Error(absl::StatusCode::kFailedPrecondition, v1::IDEMPOTENCY_KEY_REUSED,
-                     "this idempotency key was used with different criteria")
-            .Meta("reservation_id", reservation.id());
-      }
-      *response->mutable_reservation() = reservation;
-      response->set_replay(outcome->kind == Kind::kReplay);
-      if (outcome->kind == Kind::kHeld) {
-        response->set_candidates_examined(outcome->candidates_examined);
-        response->set_attempts(outcome->lost_races);
-      }
-      return absl::OkStatus();
-    }
-    case Kind::kNoSite:
-      return NotFound("site", criteria.site_id);
-    case Kind::kContended:
-      return Contended(outcome->candidates_examined, outcome->lost_races);
-    case Kind::kNoCandidate:
-    case Kind::kWalkLimit:
-      break;
-  }
+}
 
-  // 6. A refusal, explained: pass 1's classification of every device of the organization (one
-  // more statement, only here, read above). Eligible machines that the walk could not take
-  // (locked by other orders, or beyond the walk's bound on a nearly sold-out site) mean "retry
-  // now"; none mean "buy more iron".
-  const std::optional<ExclusionSummary>& summary = decision->summary;
+// A new hold, or the order's existing reservation whatever its state. The same key with other
+// criteria is a client error, and nothing is written.
+absl::Status AnswerWithReservation(const ReserveOutcome& outcome, const Criteria& criteria,
+                                   v1::ReserveResponse* response) {
+  if (!outcome.reservation) return Internal("reserve answered without a reservation");
+  const v1::Reservation& reservation = outcome.reservation->proto;
+  const bool replay = outcome.kind == ReserveOutcome::Kind::kReplay;
+  if (replay && CriteriaOf(reservation.criteria()) != criteria) {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::IDEMPOTENCY_KEY_REUSED,
+                 "this idempotency key was used with different criteria")
+        .Meta("reservation_id", reservation.id());
+  }
+  *response->mutable_reservation() = reservation;
+  response->set_replay(replay);
+  if (!replay) {
+    response->set_candidates_examined(outcome.candidates_examined);
+    response->set_attempts(outcome.lost_races);
+  }
+  return absl::OkStatus();
+}
+
+// A refusal, explained by the classification of every device of the organization (read only
+// for a refusal). Eligible machines that the walk could not take (locked by other orders, or
+// beyond the walk's bound on a nearly sold-out site) mean "retry now"; none mean "buy more iron".
+absl::Status ExplainRefusal(const ReserveOutcome& outcome,
+                            const std::optional<ExclusionSummary>& summary) {
   if (!summary) return Internal("a refusal without its exclusion summary");
-  if (summary->eligible > 0) return Contended(outcome->candidates_examined, outcome->lost_races);
+  if (summary->eligible > 0) return Contended(outcome.candidates_examined, outcome.lost_races);
   return NoCapacity(*summary);
+}
+
+// dcl_reserve's outcome → the caller's answer.
+absl::Status AnswerReserve(const ReserveCall& call, const ReserveDecision& decision,
+                           v1::ReserveResponse* response) {
+  const ReserveOutcome& outcome = decision.outcome;
+  switch (outcome.kind) {
+    case ReserveOutcome::Kind::kHeld:
+    case ReserveOutcome::Kind::kReplay:
+      return AnswerWithReservation(outcome, call.criteria, response);
+    case ReserveOutcome::Kind::kNoSite:
+      return NotFound("site", call.criteria.site_id);
+    case ReserveOutcome::Kind::kContended:
+      return Contended(outcome.candidates_examined, outcome.lost_races);
+    case ReserveOutcome::Kind::kNoCandidate:
+    case ReserveOutcome::Kind::kWalkLimit:
+      return ExplainRefusal(outcome, decision.summary);
+  }
+  return Internal("reserve answered an unknown outcome");
+}
+
+}  // namespace
+
+absl::Status ReservationLogic::Reserve(const Principal& principal,
+                                       const v1::ReserveRequest& request,
+                                       v1::ReserveResponse* response) {
+  absl::StatusOr<ReserveCall> call = ReadReserveRequest(principal, request, options_);
+  if (!call.ok()) return call.status();
+  call->walk_start = walk_start_for_test_.empty() ? RandomPivot() : walk_start_for_test_;
+  absl::StatusOr<ReserveDecision> decision =
+      DecideInDatabase(pool_, *call, options_.max_listed_devices);
+  if (!decision.ok()) return decision.status();
+  return AnswerReserve(*call, *decision, response);
 }
 
 absl::Status ReservationLogic::Convert(const Principal& principal,
