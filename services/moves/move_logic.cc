@@ -15,6 +15,7 @@
 #include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
+#include "services/devices/device_custody.h"
 #include "services/moves/move_convert.h"
 #include "services/moves/move_state.h"
 #include "services/moves/move_store.h"
@@ -23,6 +24,12 @@
 #include "services/occupancy/rack_plan.h"
 
 namespace dcl::moves {
+
+// The device lock and the open-move question are device custody's (below this service and the
+// occupancy service, which asks the same before it releases a placement).
+using devices::DeviceRow;
+using devices::FindOpenMove;
+using devices::LockDevice;
 
 namespace {
 

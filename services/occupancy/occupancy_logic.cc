@@ -9,6 +9,7 @@
 #include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
+#include "services/devices/device_custody.h"
 
 namespace dcl::occupancy {
 namespace {
@@ -264,44 +265,40 @@ absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
   if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, false); !s.ok()) {
     return s;
   }
-  return pool_.Transact(
-      [&](pqxx::work& tx) -> absl::Status {
-        absl::StatusOr<request_ledger::Claim> claim =
-            request_ledger::Begin(tx, p.org_id, Rpc::kReleaseBooking, req.request_id(), req);
-        if (!claim.ok()) return claim.status();
-        if (claim->replay) return claim->Replay(out, replayed);
-        absl::StatusOr<v1::Booking> current = LoadBooking(tx, p, req.booking_id());
-        if (!current.ok()) return current.status();
-        // Enforced here, not in the schema: the move service releases its own holds.
-        if (current->kind() == v1::BOOKING_MOVE_HOLD) {
-          return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
-                       "this booking holds space for a move in progress; cancel the move instead")
-              .Meta("booking_id", req.booking_id());
-        }
-        // Enforced here too: the placement a move starts from is the machine's place until the
-        // move ends (the machine may still be bolted in); the move releases it when it
-        // completes. The device row lock orders this check against a concurrent StartMove,
-        // which takes the same lock.
-        if (current->kind() == v1::BOOKING_PLACEMENT) {
-          tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid FOR UPDATE",
-                         current->device_id());
-          pqxx::result open_move = tx.exec_params(
-              "SELECT id::text FROM moves WHERE device_id = $1::uuid "
-              "AND state NOT IN ('completed', 'cancelled', 'failed')",
-              current->device_id());
-          if (!open_move.empty()) {
-            return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
-                         "the device is being moved; its move releases this placement")
-                .Meta("booking_id", req.booking_id())
-                .Meta("move_id", open_move[0][0].as<std::string>());
-          }
-        }
-        absl::StatusOr<v1::Booking> released =
-            occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
-        if (!released.ok()) return released.status();
-        *out = *std::move(released);
-        return request_ledger::Finish(tx, *claim, *out);
-      });
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<request_ledger::Claim> claim =
+        request_ledger::Begin(tx, p.org_id, Rpc::kReleaseBooking, req.request_id(), req);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    absl::StatusOr<v1::Booking> current = LoadBooking(tx, p, req.booking_id());
+    if (!current.ok()) return current.status();
+    // Enforced here, not in the schema: the move service releases its own holds.
+    if (current->kind() == v1::BOOKING_MOVE_HOLD) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+                   "this booking holds space for a move in progress; cancel the move instead")
+          .Meta("booking_id", req.booking_id());
+    }
+    // Enforced here too: the placement a move starts from is the machine's place until the
+    // move ends (the machine may still be bolted in); the move releases it when it
+    // completes. The device row lock orders this check against a concurrent StartMove,
+    // which takes the same lock (device_custody.h).
+    if (current->kind() == v1::BOOKING_PLACEMENT) {
+      absl::StatusOr<std::optional<devices::DeviceRow>> device =
+          devices::LockDevice(tx, p.org_id, current->device_id());
+      if (!device.ok()) return device.status();
+      if (std::optional<std::string> move_id = devices::FindOpenMove(tx, current->device_id())) {
+        return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                     "the device is being moved; its move releases this placement")
+            .Meta("booking_id", req.booking_id())
+            .Meta("move_id", *move_id);
+      }
+    }
+    absl::StatusOr<v1::Booking> released =
+        occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
+    if (!released.ok()) return released.status();
+    *out = *std::move(released);
+    return request_ledger::Finish(tx, *claim, *out);
+  });
 }
 
 }  // namespace dcl::occupancy
