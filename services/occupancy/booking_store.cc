@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
 #include "services/common/validation.h"
@@ -35,29 +36,6 @@ constexpr int64_t kMaxTtlSeconds = 90LL * 24 * 3600;
 
 // A lapsed reservation: the deadline is read from the database clock.
 constexpr char kLapsedSql[] = "(b.kind = 'reservation' AND b.expires_at <= now())";
-
-const char* KindName(v1::BookingKind kind) {
-  switch (kind) {
-    case v1::BOOKING_PLACEMENT:
-      return "placement";
-    case v1::BOOKING_BLOCKING:
-      return "blocking";
-    case v1::BOOKING_MOVE_HOLD:
-      return "move_hold";
-    case v1::BOOKING_RESERVATION:
-      return "reservation";
-    default:
-      return "";
-  }
-}
-
-v1::BookingKind ParseKind(const std::string& name) {
-  if (name == "placement") return v1::BOOKING_PLACEMENT;
-  if (name == "blocking") return v1::BOOKING_BLOCKING;
-  if (name == "move_hold") return v1::BOOKING_MOVE_HOLD;
-  if (name == "reservation") return v1::BOOKING_RESERVATION;
-  return v1::BOOKING_KIND_UNSPECIFIED;
-}
 
 std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.as<std::string>(); }
 
@@ -412,6 +390,29 @@ absl::Status WrongState(const std::string& booking_id, const std::string& messag
 
 }  // namespace
 
+const char* BookingKindName(v1::BookingKind kind) {
+  switch (kind) {
+    case v1::BOOKING_PLACEMENT:
+      return "placement";
+    case v1::BOOKING_BLOCKING:
+      return "blocking";
+    case v1::BOOKING_MOVE_HOLD:
+      return "move_hold";
+    case v1::BOOKING_RESERVATION:
+      return "reservation";
+    default:
+      return "";
+  }
+}
+
+v1::BookingKind ParseBookingKind(const std::string& name) {
+  for (v1::BookingKind kind : {v1::BOOKING_PLACEMENT, v1::BOOKING_BLOCKING, v1::BOOKING_MOVE_HOLD,
+                               v1::BOOKING_RESERVATION}) {
+    if (name == BookingKindName(kind)) return kind;
+  }
+  return v1::BOOKING_KIND_UNSPECIFIED;
+}
+
 absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const std::string& booking_id) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
@@ -427,7 +428,7 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
   v1::Booking booking;
   booking.set_id(booking_id);
   booking.set_rack_id(row[0].as<std::string>());
-  booking.set_kind(ParseKind(row[1].as<std::string>()));
+  booking.set_kind(ParseBookingKind(row[1].as<std::string>()));
   booking.set_device_id(Text(row[2]));
   booking.set_created_by(row[3].as<std::string>());
   booking.set_reason(row[4].as<std::string>());
@@ -473,7 +474,7 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
       principal.org_id,
       prepared->rack.site_id,
       spec.rack_id,
-      std::string(KindName(spec.kind)),
+      std::string(BookingKindName(spec.kind)),
       spec.device_id.empty() ? std::nullopt : std::optional<std::string>(spec.device_id),
       front ? "true" : "false",
       rear ? "true" : "false",

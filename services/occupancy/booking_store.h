@@ -70,6 +70,11 @@ struct BookingSpec {
   std::string reason;
 };
 
+// The kind as stored in bookings.kind ("placement", "blocking", "move_hold", "reservation"),
+// and back; anything else is "" / BOOKING_KIND_UNSPECIFIED.
+const char* BookingKindName(v1::BookingKind kind);
+v1::BookingKind ParseBookingKind(const std::string& name);
+
 // The result of a dry run: the slots a booking would claim, or the readable rejection (the same
 // status CreateBooking would return for it right now). Writes nothing.
 struct PlanOutcome {
