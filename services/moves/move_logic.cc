@@ -354,13 +354,9 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
 
     // The move hold, through the one booking write path: an occupied destination comes back
     // as its readable UNIT_OCCUPIED with the colliding units, and nothing of this move stays.
-    occupancy::BookingSpec hold;
-    hold.rack_id = req.destination_rack_id();
-    hold.kind = v1::BOOKING_MOVE_HOLD;
-    hold.device_id = req.device_id();
-    hold.side = req.destination_side();
-    hold.first_unit = req.destination_unit();
-    hold.reason = absl::StrCat("move ", *move_id);
+    const occupancy::BookingSpec hold = occupancy::DeviceFootprintSpec(
+        v1::BOOKING_MOVE_HOLD, req.destination_rack_id(), req.device_id(), req.destination_side(),
+        req.destination_unit(), absl::StrCat("move ", *move_id));
     absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
     if (!booking.ok()) return booking.status();
     SetMoveHold(tx, *move_id, booking->id());

@@ -383,12 +383,42 @@ absl::Status Detected(const absl::Status& status, const std::string& by) {
   return out;
 }
 
+// What every booking names: its kind, the rack, the side and the first unit, and why.
+BookingSpec SpecAt(v1::BookingKind kind, const std::string& rack_id, v1::Side side, int first_unit,
+                   const std::string& reason) {
+  BookingSpec spec;
+  spec.kind = kind;
+  spec.rack_id = rack_id;
+  spec.side = side;
+  spec.first_unit = first_unit;
+  spec.reason = reason;
+  return spec;
+}
+
 absl::Status WrongState(const std::string& booking_id, const std::string& message) {
   return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE, message)
       .Meta("booking_id", booking_id);
 }
 
 }  // namespace
+
+BookingSpec DeviceFootprintSpec(v1::BookingKind kind, const std::string& rack_id,
+                                const std::string& device_id, v1::Side side, int unit,
+                                const std::string& reason) {
+  BookingSpec spec = SpecAt(kind, rack_id, side, unit, reason);
+  spec.device_id = device_id;
+  return spec;
+}
+
+BookingSpec UnitRangeSpec(v1::BookingKind kind, const std::string& rack_id, v1::Side side,
+                          bool both_sides, int first_unit, int last_unit, const std::string& reason,
+                          int64_t ttl_seconds) {
+  BookingSpec spec = SpecAt(kind, rack_id, side, first_unit, reason);
+  spec.both_sides = both_sides;
+  spec.last_unit = last_unit;
+  spec.ttl_seconds = ttl_seconds;
+  return spec;
+}
 
 const char* BookingKindName(v1::BookingKind kind) {
   switch (kind) {
@@ -618,33 +648,6 @@ absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Princi
     return InvalidInput("ttl_seconds", "a reservation needs an expiry");
   }
   return outcome;
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Create(const Principal& principal,
-                                                 const BookingSpec& spec) {
-  return pool_.Transact([&](pqxx::work& tx) { return CreateBooking(tx, principal, spec); });
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Release(const Principal& principal,
-                                                  const std::string& booking_id,
-                                                  const std::string& reason) {
-  return pool_.Transact(
-      [&](pqxx::work& tx) { return ReleaseBooking(tx, principal, booking_id, reason); });
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Promote(const Principal& principal,
-                                                  const std::string& booking_id) {
-  return pool_.Transact([&](pqxx::work& tx) { return PromoteMoveHold(tx, principal, booking_id); });
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Get(const Principal& principal,
-                                              const std::string& booking_id) {
-  return pool_.Transact([&](pqxx::work& tx) { return LoadBooking(tx, principal, booking_id); });
-}
-
-absl::StatusOr<PlanOutcome> BookingStore::Plan(const Principal& principal,
-                                               const BookingSpec& spec) {
-  return pool_.Transact([&](pqxx::work& tx) { return PlanBooking(tx, principal, spec); });
 }
 
 }  // namespace dcl::occupancy

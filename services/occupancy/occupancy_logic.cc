@@ -149,41 +149,25 @@ absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec,
 
 absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
                                          v1::Booking* out, bool* replayed) {
-  BookingSpec spec;
-  spec.rack_id = req.rack_id();
-  spec.kind = v1::BOOKING_PLACEMENT;
-  spec.device_id = req.device_id();
-  spec.side = req.side();
-  spec.first_unit = req.unit();
-  spec.reason = req.reason();
+  const BookingSpec spec = DeviceFootprintSpec(
+      v1::BOOKING_PLACEMENT, req.rack_id(), req.device_id(), req.side(), req.unit(), req.reason());
   return Create(p, spec, Rpc::kPlaceDevice, req, req.request_id(), out, replayed);
 }
 
 absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req,
                                         v1::Booking* out, bool* replayed) {
-  BookingSpec spec;
-  spec.rack_id = req.rack_id();
-  spec.kind = v1::BOOKING_BLOCKING;
-  spec.side = req.side();
-  spec.both_sides = req.both_sides();
-  spec.first_unit = req.first_unit();
-  spec.last_unit = req.last_unit();
-  spec.reason = req.reason();
+  const BookingSpec spec =
+      UnitRangeSpec(v1::BOOKING_BLOCKING, req.rack_id(), req.side(), req.both_sides(),
+                    req.first_unit(), req.last_unit(), req.reason(), /*ttl_seconds=*/0);
   return Create(p, spec, Rpc::kBlockUnits, req, req.request_id(), out, replayed);
 }
 
 absl::Status OccupancyLogic::ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,
                                           v1::Booking* out, bool* replayed) {
-  BookingSpec spec;
-  spec.rack_id = req.rack_id();
-  spec.kind = v1::BOOKING_RESERVATION;
-  spec.side = req.side();
-  spec.both_sides = req.both_sides();
-  spec.first_unit = req.first_unit();
-  spec.last_unit = req.last_unit();
-  spec.reason = req.reason();
-  spec.ttl_seconds =
-      req.ttl_seconds() == 0 ? options_.default_reservation_ttl_seconds : req.ttl_seconds();
+  const BookingSpec spec = UnitRangeSpec(
+      v1::BOOKING_RESERVATION, req.rack_id(), req.side(), req.both_sides(), req.first_unit(),
+      req.last_unit(), req.reason(),
+      req.ttl_seconds() == 0 ? options_.default_reservation_ttl_seconds : req.ttl_seconds());
   return Create(p, spec, Rpc::kReserveUnits, req, req.request_id(), out, replayed);
 }
 
