@@ -6,6 +6,7 @@
 #include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
+#include "services/devices/device_custody.h"
 
 namespace dcl::inventory {
 namespace {
@@ -434,8 +435,8 @@ DeviceUse ReadDeviceUse(pqxx::transaction_base& tx, const std::string& device_id
       "   $1::uuid AND b.kind = 'placement' AND b.released_at IS NULL LIMIT 1), "
       "(SELECT b.id::text FROM bookings b WHERE b.device_id = $1::uuid "
       "   AND b.kind = 'move_hold' AND b.released_at IS NULL LIMIT 1), "
-      "(SELECT id::text FROM moves WHERE device_id = $1::uuid "
-      "   AND state NOT IN ('completed', 'cancelled', 'failed') LIMIT 1)",
+      "(SELECT id::text FROM moves WHERE device_id = $1::uuid AND " +
+          devices::OpenMoveCondition() + " LIMIT 1)",
       device_id);
   DeviceUse use;
   use.held_by_reservation = Text(r[0]);

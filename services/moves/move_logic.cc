@@ -15,6 +15,7 @@
 #include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
+#include "services/devices/device_custody.h"
 #include "services/moves/move_convert.h"
 #include "services/moves/move_state.h"
 #include "services/moves/move_store.h"
@@ -23,6 +24,12 @@
 #include "services/occupancy/rack_plan.h"
 
 namespace dcl::moves {
+
+// The device lock and the open-move question are device custody's (below this service and the
+// occupancy service, which asks the same before it releases a placement).
+using devices::DeviceRow;
+using devices::FindOpenMove;
+using devices::LockDevice;
 
 namespace {
 
@@ -347,13 +354,9 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
 
     // The move hold, through the one booking write path: an occupied destination comes back
     // as its readable UNIT_OCCUPIED with the colliding units, and nothing of this move stays.
-    occupancy::BookingSpec hold;
-    hold.rack_id = req.destination_rack_id();
-    hold.kind = v1::BOOKING_MOVE_HOLD;
-    hold.device_id = req.device_id();
-    hold.side = req.destination_side();
-    hold.first_unit = req.destination_unit();
-    hold.reason = absl::StrCat("move ", *move_id);
+    const occupancy::BookingSpec hold = occupancy::DeviceFootprintSpec(
+        v1::BOOKING_MOVE_HOLD, req.destination_rack_id(), req.device_id(), req.destination_side(),
+        req.destination_unit(), absl::StrCat("move ", *move_id));
     absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
     if (!booking.ok()) return booking.status();
     SetMoveHold(tx, *move_id, booking->id());

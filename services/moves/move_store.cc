@@ -84,31 +84,10 @@ v1::MoveEvent ToProto(const std::string& move_id, const MoveEventRecord& e) {
   return out;
 }
 
-absl::StatusOr<std::optional<DeviceRow>> LockDevice(pqxx::transaction_base& tx,
-                                                    const std::string& org_id,
-                                                    const std::string& device_id) {
-  pqxx::result r = tx.exec_params(
-      "SELECT id::text, site_id::text, process_state FROM devices "
-      "WHERE id = $1::uuid AND org_id = $2::uuid FOR UPDATE",
-      device_id, org_id);
-  if (r.empty()) return std::optional<DeviceRow>();
-  return std::optional<DeviceRow>(
-      DeviceRow{r[0][0].as<std::string>(), r[0][1].as<std::string>(), r[0][2].as<std::string>()});
-}
-
 void SetProcessState(pqxx::transaction_base& tx, const std::string& device_id,
                      const std::string& process_state) {
   tx.exec_params("UPDATE devices SET process_state = $2 WHERE id = $1::uuid", device_id,
                  process_state);
-}
-
-std::optional<std::string> FindOpenMove(pqxx::transaction_base& tx, const std::string& device_id) {
-  pqxx::result r = tx.exec_params(
-      "SELECT id::text FROM moves WHERE device_id = $1::uuid "
-      "AND state NOT IN ('completed', 'cancelled', 'failed')",
-      device_id);
-  if (r.empty()) return std::nullopt;
-  return r[0][0].as<std::string>();
 }
 
 std::optional<std::string> RackSite(pqxx::transaction_base& tx, const std::string& org_id,

@@ -62,21 +62,9 @@ struct MoveEventRecord {
 
 v1::MoveEvent ToProto(const std::string& move_id, const MoveEventRecord& event);
 
-// The device, locked FOR UPDATE for the rest of the transaction: concurrent StartMove/Advance
-// calls for one device queue here and see each other's committed work.
-struct DeviceRow {
-  std::string id;
-  std::string site_id;
-  std::string process_state;
-};
-absl::StatusOr<std::optional<DeviceRow>> LockDevice(pqxx::transaction_base& tx,
-                                                    const std::string& org_id,
-                                                    const std::string& device_id);
+// The device's process state; the caller holds the device's row lock (devices::LockDevice).
 void SetProcessState(pqxx::transaction_base& tx, const std::string& device_id,
                      const std::string& process_state);
-
-// The id of the device's open move, if any.
-std::optional<std::string> FindOpenMove(pqxx::transaction_base& tx, const std::string& device_id);
 
 // The site of a rack of the organization, if it exists.
 std::optional<std::string> RackSite(pqxx::transaction_base& tx, const std::string& org_id,

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
 #include "services/common/validation.h"
@@ -35,29 +36,6 @@ constexpr int64_t kMaxTtlSeconds = 90LL * 24 * 3600;
 
 // A lapsed reservation: the deadline is read from the database clock.
 constexpr char kLapsedSql[] = "(b.kind = 'reservation' AND b.expires_at <= now())";
-
-const char* KindName(v1::BookingKind kind) {
-  switch (kind) {
-    case v1::BOOKING_PLACEMENT:
-      return "placement";
-    case v1::BOOKING_BLOCKING:
-      return "blocking";
-    case v1::BOOKING_MOVE_HOLD:
-      return "move_hold";
-    case v1::BOOKING_RESERVATION:
-      return "reservation";
-    default:
-      return "";
-  }
-}
-
-v1::BookingKind ParseKind(const std::string& name) {
-  if (name == "placement") return v1::BOOKING_PLACEMENT;
-  if (name == "blocking") return v1::BOOKING_BLOCKING;
-  if (name == "move_hold") return v1::BOOKING_MOVE_HOLD;
-  if (name == "reservation") return v1::BOOKING_RESERVATION;
-  return v1::BOOKING_KIND_UNSPECIFIED;
-}
 
 std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.as<std::string>(); }
 
@@ -415,12 +393,65 @@ absl::Status Detected(const absl::Status& status, const std::string& by) {
   return out;
 }
 
+// What every booking names: its kind, the rack, the side and the first unit, and why.
+BookingSpec SpecAt(v1::BookingKind kind, const std::string& rack_id, v1::Side side, int first_unit,
+                   const std::string& reason) {
+  BookingSpec spec;
+  spec.kind = kind;
+  spec.rack_id = rack_id;
+  spec.side = side;
+  spec.first_unit = first_unit;
+  spec.reason = reason;
+  return spec;
+}
+
 absl::Status WrongState(const std::string& booking_id, const std::string& message) {
   return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE, message)
       .Meta("booking_id", booking_id);
 }
 
 }  // namespace
+
+BookingSpec DeviceFootprintSpec(v1::BookingKind kind, const std::string& rack_id,
+                                const std::string& device_id, v1::Side side, int unit,
+                                const std::string& reason) {
+  BookingSpec spec = SpecAt(kind, rack_id, side, unit, reason);
+  spec.device_id = device_id;
+  return spec;
+}
+
+BookingSpec UnitRangeSpec(v1::BookingKind kind, const std::string& rack_id, v1::Side side,
+                          bool both_sides, int first_unit, int last_unit, const std::string& reason,
+                          int64_t ttl_seconds) {
+  BookingSpec spec = SpecAt(kind, rack_id, side, first_unit, reason);
+  spec.both_sides = both_sides;
+  spec.last_unit = last_unit;
+  spec.ttl_seconds = ttl_seconds;
+  return spec;
+}
+
+const char* BookingKindName(v1::BookingKind kind) {
+  switch (kind) {
+    case v1::BOOKING_PLACEMENT:
+      return "placement";
+    case v1::BOOKING_BLOCKING:
+      return "blocking";
+    case v1::BOOKING_MOVE_HOLD:
+      return "move_hold";
+    case v1::BOOKING_RESERVATION:
+      return "reservation";
+    default:
+      return "";
+  }
+}
+
+v1::BookingKind ParseBookingKind(const std::string& name) {
+  for (v1::BookingKind kind : {v1::BOOKING_PLACEMENT, v1::BOOKING_BLOCKING, v1::BOOKING_MOVE_HOLD,
+                               v1::BOOKING_RESERVATION}) {
+    if (name == BookingKindName(kind)) return kind;
+  }
+  return v1::BOOKING_KIND_UNSPECIFIED;
+}
 
 absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const std::string& booking_id) {
@@ -437,7 +468,7 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
   v1::Booking booking;
   booking.set_id(booking_id);
   booking.set_rack_id(row[0].as<std::string>());
-  booking.set_kind(ParseKind(row[1].as<std::string>()));
+  booking.set_kind(ParseBookingKind(row[1].as<std::string>()));
   booking.set_device_id(Text(row[2]));
   booking.set_created_by(row[3].as<std::string>());
   booking.set_reason(row[4].as<std::string>());
@@ -483,7 +514,7 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
       principal.org_id,
       prepared->rack.site_id,
       spec.rack_id,
-      std::string(KindName(spec.kind)),
+      std::string(BookingKindName(spec.kind)),
       spec.device_id.empty() ? std::nullopt : std::optional<std::string>(spec.device_id),
       front ? "true" : "false",
       rear ? "true" : "false",
@@ -642,33 +673,6 @@ absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Princi
     return InvalidInput("ttl_seconds", "a reservation needs an expiry");
   }
   return outcome;
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Create(const Principal& principal,
-                                                 const BookingSpec& spec) {
-  return pool_.Transact([&](pqxx::work& tx) { return CreateBooking(tx, principal, spec); });
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Release(const Principal& principal,
-                                                  const std::string& booking_id,
-                                                  const std::string& reason) {
-  return pool_.Transact(
-      [&](pqxx::work& tx) { return ReleaseBooking(tx, principal, booking_id, reason); });
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Promote(const Principal& principal,
-                                                  const std::string& booking_id) {
-  return pool_.Transact([&](pqxx::work& tx) { return PromoteMoveHold(tx, principal, booking_id); });
-}
-
-absl::StatusOr<v1::Booking> BookingStore::Get(const Principal& principal,
-                                              const std::string& booking_id) {
-  return pool_.Transact([&](pqxx::work& tx) { return LoadBooking(tx, principal, booking_id); });
-}
-
-absl::StatusOr<PlanOutcome> BookingStore::Plan(const Principal& principal,
-                                               const BookingSpec& spec) {
-  return pool_.Transact([&](pqxx::work& tx) { return PlanBooking(tx, principal, spec); });
 }
 
 }  // namespace dcl::occupancy

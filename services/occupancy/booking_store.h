@@ -42,7 +42,6 @@
 #include "absl/status/statusor.h"
 #include "dcl/v1/occupancy.pb.h"
 #include "services/common/auth.h"
-#include "services/common/db.h"
 #include "services/occupancy/rack_plan.h"
 
 namespace dcl::occupancy {
@@ -70,6 +69,22 @@ struct BookingSpec {
   int64_t ttl_seconds = 0;  // > 0: expires_at = now() + ttl, by the database clock
   std::string reason;
 };
+
+// The spec of a booking of a device's footprint (a placement, or a move hold of the device):
+// the device's lowest rack unit at `unit` on `side`.
+BookingSpec DeviceFootprintSpec(v1::BookingKind kind, const std::string& rack_id,
+                                const std::string& device_id, v1::Side side, int unit,
+                                const std::string& reason);
+// The spec of a range of units (a blocking or a rack reservation): first_unit..last_unit on
+// `side`, or on both sides.
+BookingSpec UnitRangeSpec(v1::BookingKind kind, const std::string& rack_id, v1::Side side,
+                          bool both_sides, int first_unit, int last_unit, const std::string& reason,
+                          int64_t ttl_seconds);
+
+// The kind as stored in bookings.kind ("placement", "blocking", "move_hold", "reservation"),
+// and back; anything else is "" / BOOKING_KIND_UNSPECIFIED.
+const char* BookingKindName(v1::BookingKind kind);
+v1::BookingKind ParseBookingKind(const std::string& name);
 
 // The result of a dry run: the slots a booking would claim, or the readable rejection (the same
 // status CreateBooking would return for it right now). Writes nothing.
@@ -122,24 +137,6 @@ absl::StatusOr<std::optional<v1::Booking>> FindActivePlacement(pqxx::transaction
 // status itself, not as a rejection.
 absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const BookingSpec& spec);
-
-// ---- Each call in its own transaction ----
-class BookingStore {
- public:
-  explicit BookingStore(DbPool& pool) : pool_(pool) {}
-  BookingStore(const BookingStore&) = delete;
-  BookingStore& operator=(const BookingStore&) = delete;
-
-  absl::StatusOr<v1::Booking> Create(const Principal& principal, const BookingSpec& spec);
-  absl::StatusOr<v1::Booking> Release(const Principal& principal, const std::string& booking_id,
-                                      const std::string& reason);
-  absl::StatusOr<v1::Booking> Promote(const Principal& principal, const std::string& booking_id);
-  absl::StatusOr<v1::Booking> Get(const Principal& principal, const std::string& booking_id);
-  absl::StatusOr<PlanOutcome> Plan(const Principal& principal, const BookingSpec& spec);
-
- private:
-  DbPool& pool_;
-};
 
 }  // namespace dcl::occupancy
 

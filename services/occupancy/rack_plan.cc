@@ -79,15 +79,27 @@ bool ClaimIsWithin(const Geometry& geometry, const std::vector<SlotRef>& claimed
   return true;
 }
 
-absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
-                                          const std::vector<SlotRef>& occupied,
-                                          const PlanRequest& request) {
-  // The rack comes from a row the schema's CHECKs admitted; anything else is a bug upstream.
+namespace {
+
+// The sides a request claims.
+struct Sides {
+  bool front = false;
+  bool rear = false;
+};
+
+// The units a request claims, inclusive, in 64 bits.
+struct UnitSpan {
+  int64_t low = 0;
+  int64_t high = 0;
+};
+
+// Malformed input first: nothing about the rack can be said of a request without a side (a
+// range on both sides needs none), a device without height, or an inverted range. The rack
+// comes from a row the schema's CHECKs admitted; anything else is a bug upstream.
+absl::Status CheckRequest(const Geometry& geometry, const PlanRequest& request) {
   if (geometry.first_unit < 0 || geometry.unit_count < 1) {
     return Internal("rack geometry outside the schema's bounds");
   }
-  // Malformed input first: nothing about the rack can be said of a request without a side
-  // (a range on both sides needs none).
   const bool range_on_both_sides = !request.device_footprint && request.both_sides;
   const bool side_given = request.side == v1::SIDE_FRONT || request.side == v1::SIDE_REAR;
   if (!side_given && !(range_on_both_sides && request.side == v1::SIDE_UNSPECIFIED)) {
@@ -100,34 +112,37 @@ absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
     return InvalidInput("last_unit", absl::StrCat("range U", request.first_unit, "..U",
                                                   request.last_unit, " is inverted"));
   }
+  return absl::OkStatus();
+}
 
-  bool front = false;
-  bool rear = false;
+// 1. The side must exist. A device claiming both sides on an open frame claims the front only:
+//    there is no rear to lock. Asking for the rear itself on an open frame is refused.
+absl::StatusOr<Sides> ClaimedSides(const Geometry& geometry, const PlanRequest& request) {
+  Sides sides;
   if (request.device_footprint) {
     const bool half = request.depth == v1::DEPTH_HALF;
-    front = !half || request.side == v1::SIDE_FRONT;
-    rear = !half || request.side == v1::SIDE_REAR;
+    sides.front = !half || request.side == v1::SIDE_FRONT;
+    sides.rear = !half || request.side == v1::SIDE_REAR;
   } else {
-    front = request.both_sides || request.side == v1::SIDE_FRONT;
-    rear = request.both_sides || request.side == v1::SIDE_REAR;
+    sides.front = request.both_sides || request.side == v1::SIDE_FRONT;
+    sides.rear = request.both_sides || request.side == v1::SIDE_REAR;
   }
-
-  // 1. The side must exist. A device claiming both sides on an open frame claims the front only:
-  //    there is no rear to lock. Asking for the rear itself on an open frame is refused.
   if (!geometry.has_rear) {
     if (request.side == v1::SIDE_REAR) {
       return Error(absl::StatusCode::kFailedPrecondition, v1::SIDE_NOT_AVAILABLE,
                    "this rack is an open frame: it has no rear side")
           .Meta("side", "rear");
     }
-    rear = false;
+    sides.rear = false;
   }
+  return sides;
+}
 
-  // 2. The whole range inside this rack's units, inclusive. Every number a caller sent is
-  //    compared with the rack before anything is computed from it, and the computation is in
-  //    64 bits: no request can wrap a unit number around.
-  int64_t low = 0;
-  int64_t high = 0;
+// 2. The whole range inside this rack's units, inclusive. Every number a caller sent is compared
+//    with the rack before anything is computed from it, and the computation is in 64 bits: no
+//    request can wrap a unit number around.
+absl::StatusOr<UnitSpan> ClaimedUnits(const Geometry& geometry, const PlanRequest& request) {
+  UnitSpan span{request.first_unit, request.last_unit};
   if (request.device_footprint) {
     if (!Inside(geometry, request.anchor_unit)) {
       return OutOfBounds(geometry, request.anchor_unit, request.anchor_unit);
@@ -135,37 +150,58 @@ absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
     // The device grows physically upward from its lowest unit; in a descending rack "upward"
     // means towards smaller numbers.
     const int64_t extent = static_cast<int64_t>(request.height) - 1;
-    low = geometry.descending ? request.anchor_unit - extent : request.anchor_unit;
-    high = geometry.descending ? request.anchor_unit : request.anchor_unit + extent;
-  } else {
-    low = request.first_unit;
-    high = request.last_unit;
+    span.low = geometry.descending ? request.anchor_unit - extent : request.anchor_unit;
+    span.high = geometry.descending ? request.anchor_unit : request.anchor_unit + extent;
   }
-  if (!Inside(geometry, low) || !Inside(geometry, high)) return OutOfBounds(geometry, low, high);
+  if (!Inside(geometry, span.low) || !Inside(geometry, span.high)) {
+    return OutOfBounds(geometry, span.low, span.high);
+  }
+  return span;
+}
 
-  std::vector<SlotRef> claimed;
+// Every slot of `units` on `sides`, front before rear, then by unit.
+std::vector<SlotRef> SlotsOf(const Sides& sides, const UnitSpan& units) {
+  std::vector<SlotRef> slots;
   for (v1::Side side : {v1::SIDE_FRONT, v1::SIDE_REAR}) {
-    if ((side == v1::SIDE_FRONT && !front) || (side == v1::SIDE_REAR && !rear)) continue;
-    for (int64_t unit = low; unit <= high; ++unit) {
-      claimed.push_back({side, static_cast<int>(unit)});
+    if ((side == v1::SIDE_FRONT && !sides.front) || (side == v1::SIDE_REAR && !sides.rear)) {
+      continue;
+    }
+    for (int64_t unit = units.low; unit <= units.high; ++unit) {
+      slots.push_back({side, static_cast<int>(unit)});
     }
   }
-  // Postcondition: an accepted plan claims at least one slot, and only slots of this rack.
-  if (!ClaimIsWithin(geometry, claimed)) return Internal("the rack plan left the rack");
+  return slots;
+}
 
-  // 3. Exactly which claimed slots are taken.
+// 3. Exactly which claimed slots are taken.
+absl::Status CheckFree(const std::vector<SlotRef>& claimed, const std::vector<SlotRef>& occupied) {
   const std::set<SlotRef> taken(occupied.begin(), occupied.end());
   std::vector<SlotRef> colliding;
   for (const SlotRef& s : claimed) {
     if (taken.count(s) > 0) colliding.push_back(s);
   }
-  if (!colliding.empty()) {
-    Error error(
-        absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
-        absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are", " taken"));
-    for (const SlotRef& s : colliding) *error.detail().add_colliding_slots() = ToProto(s);
-    return error.status();
-  }
+  if (colliding.empty()) return absl::OkStatus();
+  Error error(
+      absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
+      absl::StrCat(DescribeSlots(colliding), colliding.size() == 1 ? " is" : " are", " taken"));
+  for (const SlotRef& s : colliding) *error.detail().add_colliding_slots() = ToProto(s);
+  return error.status();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SlotRef>> Plan(const Geometry& geometry,
+                                          const std::vector<SlotRef>& occupied,
+                                          const PlanRequest& request) {
+  if (absl::Status s = CheckRequest(geometry, request); !s.ok()) return s;
+  absl::StatusOr<Sides> sides = ClaimedSides(geometry, request);
+  if (!sides.ok()) return sides.status();
+  absl::StatusOr<UnitSpan> units = ClaimedUnits(geometry, request);
+  if (!units.ok()) return units.status();
+  std::vector<SlotRef> claimed = SlotsOf(*sides, *units);
+  // Postcondition: an accepted plan claims at least one slot, and only slots of this rack.
+  if (!ClaimIsWithin(geometry, claimed)) return Internal("the rack plan left the rack");
+  if (absl::Status s = CheckFree(claimed, occupied); !s.ok()) return s;
   return claimed;
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/occupancy/occupancy_logic.h"
 #include "tests/support/barrier.h"
@@ -56,6 +57,15 @@ v1::PlaceDeviceRequest Place(const std::string& rack, const std::string& device,
   req.set_side(side);
   req.set_unit(unit);
   return req;
+}
+
+// One store call in its own transaction, as a service composes it.
+absl::StatusOr<v1::Booking> CreateAlone(DbPool& pool, const Principal& p, const BookingSpec& spec) {
+  return pool.Transact([&](pqxx::work& tx) { return CreateBooking(tx, p, spec); });
+}
+absl::StatusOr<v1::Booking> PromoteAlone(DbPool& pool, const Principal& p,
+                                         const std::string& booking_id) {
+  return pool.Transact([&](pqxx::work& tx) { return PromoteMoveHold(tx, p, booking_id); });
 }
 
 v1::ErrorDetail DetailOf(const absl::Status& status) {
@@ -129,12 +139,8 @@ TEST_CASE("a placement that passed the planner loses to the slot index and still
   const std::string d2 = s.Device();
   auto first_conn = s.db.Connect();
   pqxx::work first(*first_conn);
-  BookingSpec spec;
-  spec.rack_id = s.rack;
-  spec.kind = v1::BOOKING_PLACEMENT;
-  spec.device_id = d1;
-  spec.side = v1::SIDE_FRONT;
-  spec.first_unit = 9;
+  const BookingSpec spec =
+      DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, d1, v1::SIDE_FRONT, 9, "");
   REQUIRE(CreateBooking(first, s.op, spec).ok());
 
   auto pool = s.db.MakePool(1);
@@ -272,15 +278,10 @@ TEST_CASE("a device standing at another site is refused by the device foreign ke
 TEST_CASE("a placement with an expiry is refused by the CHECK, through the path and directly") {
   Site s;
   auto pool = s.db.MakePool(1);
-  BookingStore store(*pool);
-  BookingSpec spec;
-  spec.rack_id = s.rack;
-  spec.kind = v1::BOOKING_PLACEMENT;
-  spec.device_id = s.Device();
-  spec.side = v1::SIDE_FRONT;
-  spec.first_unit = 3;
+  BookingSpec spec =
+      DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, s.Device(), v1::SIDE_FRONT, 3, "");
   spec.ttl_seconds = 3600;
-  absl::StatusOr<v1::Booking> booking = store.Create(s.op, spec);
+  absl::StatusOr<v1::Booking> booking = CreateAlone(*pool, s.op, spec);
   REQUIRE_FALSE(booking.ok());
   CHECK(booking.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(DetailOf(booking.status()).metadata().at("field") == "ttl_seconds");
@@ -451,28 +452,23 @@ TEST_CASE("a move hold is promoted in place: same booking id, same slots, no exp
   r2.name = "R2";
   const std::string dest = testing::CreateRack(s.db, s.org, s.site, r2);
   auto pool = s.db.MakePool(1);
-  BookingStore store(*pool);
   const std::string device = s.Device(2, "full");
-  BookingSpec placement;
-  placement.rack_id = s.rack;
-  placement.kind = v1::BOOKING_PLACEMENT;
-  placement.device_id = device;
-  placement.side = v1::SIDE_FRONT;
-  placement.first_unit = 5;
-  absl::StatusOr<v1::Booking> source = store.Create(s.op, placement);
+  const BookingSpec placement =
+      DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, device, v1::SIDE_FRONT, 5, "");
+  absl::StatusOr<v1::Booking> source = CreateAlone(*pool, s.op, placement);
   REQUIRE(source.ok());
   BookingSpec hold = placement;
   hold.rack_id = dest;
   hold.kind = v1::BOOKING_MOVE_HOLD;
   hold.first_unit = 20;
   hold.ttl_seconds = 3600;
-  absl::StatusOr<v1::Booking> held = store.Create(s.op, hold);
+  absl::StatusOr<v1::Booking> held = CreateAlone(*pool, s.op, hold);
   REQUIRE(held.ok());
   CHECK(held->slots_size() == 4);
   CHECK(held->has_expires_at());
 
   // While the device is still placed at the source, the device index refuses the promotion.
-  absl::StatusOr<v1::Booking> early = store.Promote(s.op, held->id());
+  absl::StatusOr<v1::Booking> early = PromoteAlone(*pool, s.op, held->id());
   REQUIRE_FALSE(early.ok());
   CHECK(DetailOf(early.status()).reason() == v1::DEVICE_ALREADY_PLACED);
 
@@ -490,7 +486,7 @@ TEST_CASE("a move hold is promoted in place: same booking id, same slots, no exp
   CHECK(promoted->slots_size() == 4);
   CHECK(s.db.Count("SELECT count(*) FROM booking_slots WHERE booking_id = '" + held->id() +
                    "' AND released_at IS NULL") == 4);
-  absl::StatusOr<v1::Booking> again = store.Promote(s.op, held->id());
+  absl::StatusOr<v1::Booking> again = PromoteAlone(*pool, s.op, held->id());
   CHECK(DetailOf(again.status()).reason() == v1::WRONG_STATE);
   CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE released_at IS NULL") == 1);
 }
@@ -498,13 +494,9 @@ TEST_CASE("a move hold is promoted in place: same booking id, same slots, no exp
 TEST_CASE("the occupancy service refuses to release a move hold: the move owns it") {
   Site s;
   auto pool = s.db.MakePool(1);
-  BookingSpec hold;
-  hold.rack_id = s.rack;
-  hold.kind = v1::BOOKING_MOVE_HOLD;
-  hold.device_id = s.Device();
-  hold.side = v1::SIDE_FRONT;
-  hold.first_unit = 4;
-  absl::StatusOr<v1::Booking> held = BookingStore(*pool).Create(s.op, hold);
+  const BookingSpec hold =
+      DeviceFootprintSpec(v1::BOOKING_MOVE_HOLD, s.rack, s.Device(), v1::SIDE_FRONT, 4, "");
+  absl::StatusOr<v1::Booking> held = CreateAlone(*pool, s.op, hold);
   REQUIRE(held.ok());
   OccupancyLogic logic(*pool);
   v1::ReleaseBookingRequest release;

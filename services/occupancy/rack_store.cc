@@ -1,0 +1,94 @@
+#include "services/occupancy/rack_store.h"
+
+#include <utility>
+
+#include "services/common/status.h"
+#include "services/occupancy/booking_store.h"
+#include "services/occupancy/rack_plan.h"
+
+namespace dcl::occupancy {
+namespace {
+
+std::optional<int64_t> OptionalInt(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<int64_t>();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string& org_id,
+                                  const std::string& rack_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT site_id::text, name, first_unit, unit_count, numbering, has_rear, "
+      "power_budget_watts, weight_budget_kg FROM racks WHERE id = $1::uuid AND org_id = $2::uuid",
+      rack_id, org_id);
+  if (r.empty()) return NotFound("rack", rack_id);
+  const auto row = r[0];
+  v1::Rack rack;
+  rack.set_id(rack_id);
+  rack.set_site_id(row[0].as<std::string>());
+  rack.set_name(row[1].as<std::string>());
+  v1::RackGeometry* g = rack.mutable_geometry();
+  g->set_first_unit(row[2].as<int>());
+  g->set_unit_count(row[3].as<int>());
+  g->set_numbering(row[4].as<std::string>() == "descending" ? v1::NUMBERING_DESCENDING
+                                                            : v1::NUMBERING_ASCENDING);
+  g->set_has_rear(row[5].as<bool>());
+  rack.set_power_budget_watts(row[6].is_null() ? 0 : row[6].as<int>());
+  rack.set_weight_budget_kg(row[7].is_null() ? 0 : row[7].as<int>());
+  pqxx::result slots = tx.exec_params(
+      "SELECT s.side, s.unit, b.id::text, b.kind, b.device_id::text "
+      "FROM booking_slots s JOIN bookings b ON b.id = s.booking_id "
+      "WHERE s.rack_id = $1::uuid AND s.released_at IS NULL ORDER BY s.unit, s.side = 'rear'",
+      rack_id);
+  for (const auto& s : slots) {
+    v1::ElevationSlot* e = rack.add_occupied();
+    e->mutable_slot()->set_side(ParseSide(s[0].as<std::string>()));
+    e->mutable_slot()->set_unit(s[1].as<int>());
+    e->set_booking_id(s[2].as<std::string>());
+    e->set_kind(ParseBookingKind(s[3].as<std::string>()));
+    if (!s[4].is_null()) e->set_device_id(s[4].as<std::string>());
+  }
+  return rack;
+}
+
+absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::string& org_id,
+                                      const std::string& rack_id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT r.unit_count, r.has_rear, r.power_budget_watts, r.weight_budget_kg, "
+      "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
+      "     AND s.released_at IS NULL AND s.side = 'front'), "
+      "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
+      "     AND s.released_at IS NULL AND s.side = 'rear') "
+      "FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
+      rack_id, org_id);
+  if (r.empty()) return NotFound("rack", rack_id);
+  const auto row = r[0];
+  RackLoad load;
+  load.unit_count = row[0].as<int>();
+  load.has_rear = row[1].as<bool>();
+  load.power_budget_watts = OptionalInt(row[2]);
+  load.weight_budget_kg = OptionalInt(row[3]);
+  load.taken_front_units = row[4].as<int>();
+  load.taken_rear_units = row[5].as<int>();
+
+  pqxx::result held = tx.exec_params(
+      "SELECT b.id::text, b.kind, coalesce(b.device_id::text, ''), d.power_draw_watts, "
+      "d.weight_kg FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
+      "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+      "ORDER BY b.kind <> 'placement', b.created_at, b.id",
+      rack_id);
+  load.held.reserve(held.size());
+  for (const auto& h : held) {
+    HeldItem item;
+    item.booking_id = h[0].as<std::string>();
+    item.kind = ParseBookingKind(h[1].as<std::string>());
+    item.device_id = h[2].as<std::string>();
+    item.power_watts = OptionalInt(h[3]);
+    item.weight_kg = OptionalInt(h[4]);
+    load.held.push_back(std::move(item));
+  }
+  return load;
+}
+
+}  // namespace dcl::occupancy
