@@ -231,7 +231,7 @@ Page<v1::Site> ListSites(pqxx::transaction_base& tx, const std::string& org_id,
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", SiteColumns(), " FROM sites s WHERE s.org_id = $1::uuid AND ",
                    AfterCursor("s", 2), " ORDER BY s.created_at, s.id LIMIT $4"),
-      org_id, after ? after->created_at_us : int64_t{0}, after ? after->id : std::string(), limit);
+      org_id, after ? after->key : int64_t{0}, after ? after->id : std::string(), limit);
   Page<v1::Site> page;
   for (const pqxx::row& row : rows) {
     page.rows.push_back(SiteFromRow(row));
@@ -277,7 +277,7 @@ Page<v1::RackRecord> ListRacks(pqxx::transaction_base& tx, const std::string& or
                    " FROM racks r WHERE r.org_id = $1::uuid AND ($2 = '' OR r.site_id = "
                    "nullif($2, '')::uuid) AND ",
                    AfterCursor("r", 3), " ORDER BY r.created_at, r.id LIMIT $5"),
-      org_id, site_id, after ? after->created_at_us : int64_t{0},
+      org_id, site_id, after ? after->key : int64_t{0},
       after ? after->id : std::string(), limit);
   Page<v1::RackRecord> page;
   for (const pqxx::row& row : rows) {
@@ -372,7 +372,7 @@ Page<v1::Device> ListDevices(pqxx::transaction_base& tx, const std::string& org_
                    AfterCursor("d", 8), " ORDER BY d.created_at, d.id LIMIT $10"),
       org_id, filter.site_id, filter.vendor, filter.model, filter.hardware_profile,
       filter.process_state, filter.include_decommissioned,
-      after ? after->created_at_us : int64_t{0}, after ? after->id : std::string(), limit);
+      after ? after->key : int64_t{0}, after ? after->id : std::string(), limit);
   Page<v1::Device> page;
   for (const pqxx::row& row : rows) {
     page.rows.push_back(DeviceFromRow(row).proto);

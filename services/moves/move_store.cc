@@ -328,15 +328,18 @@ std::optional<LocationRecordRow> LoadLocation(pqxx::transaction_base& tx, const 
   return ReadLocation(r[0]);
 }
 
-std::vector<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
-                                            const std::string& device_id, int64_t before_id,
-                                            int limit) {
-  return ReadLocations(tx.exec_params(
+Page<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
+                                     const std::string& device_id,
+                                     const std::optional<PageCursor>& after, int limit) {
+  Page<LocationRecordRow> page;
+  page.rows = ReadLocations(tx.exec_params(
       absl::StrCat("SELECT ", kLocationColumns,
                    " FROM location_history l WHERE l.device_id = $1::uuid AND l.org_id = $2::uuid "
                    "AND l.corrects_id IS NULL AND ($3 = 0 OR l.id < $3) "
                    "ORDER BY l.id DESC LIMIT $4"),
-      device_id, org_id, before_id, limit));
+      device_id, org_id, after ? after->key : int64_t{0}, limit));
+  for (const LocationRecordRow& row : page.rows) page.cursors.push_back({row.id, ""});
+  return page;
 }
 
 std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
@@ -350,13 +353,14 @@ std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
       absl::StrCat("{", absl::StrJoin(ids, ","), "}"), org_id));
 }
 
-std::vector<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,
-                                  const MoveFilter& filter) {
+Page<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,
+                           const MoveFilter& filter, const std::optional<PageCursor>& after,
+                           int limit) {
   const char* state = filter.state ? StateName(*filter.state) : nullptr;
   std::optional<std::string> after_us, after_id;
-  if (filter.after) {
-    after_us = absl::StrCat(filter.after->first);
-    after_id = filter.after->second;
+  if (after) {
+    after_us = absl::StrCat(after->key);
+    after_id = after->id;
   }
   pqxx::result r = tx.exec_params(
       absl::StrCat(
@@ -366,12 +370,14 @@ std::vector<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string&
           "AND ($4::bigint IS NULL OR "
           "((extract(epoch FROM m.created_at) * 1000000)::bigint, m.id) > ($4::bigint, $5::uuid)) "
           "ORDER BY m.created_at, m.id LIMIT $6"),
-      org_id, state, NullIfEmpty(filter.device_id), OrNull(after_us), OrNull(after_id),
-      filter.page_size);
-  std::vector<MoveRecord> moves;
-  moves.reserve(r.size());
-  for (const auto& row : r) moves.push_back(ReadMove(row));
-  return moves;
+      org_id, state, NullIfEmpty(filter.device_id), OrNull(after_us), OrNull(after_id), limit);
+  Page<MoveRecord> page;
+  page.rows.reserve(r.size());
+  for (const auto& row : r) {
+    page.rows.push_back(ReadMove(row));
+    page.cursors.push_back({page.rows.back().created_at_us, page.rows.back().id});
+  }
+  return page;
 }
 
 }  // namespace dcl::moves

@@ -114,10 +114,9 @@ std::optional<ReservationRecord> ReservationStore::FindByKey(pqxx::work& tx, con
   return RecordFromRow(rows[0]);
 }
 
-std::vector<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::string& org,
-                                                    const std::string& state,
-                                                    const std::optional<ListCursor>& after,
-                                                    int limit, std::vector<ListCursor>* cursors) {
+Page<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::string& org,
+                                             const std::string& state,
+                                             const std::optional<PageCursor>& after, int limit) {
   // Newest first; the cursor is the (created_at, id) of the last row returned, compared as
   // exact microseconds.
   pqxx::result rows = tx.exec_params(
@@ -126,14 +125,13 @@ std::vector<v1::Reservation> ReservationStore::List(pqxx::work& tx, const std::s
                    "AND ($3 = '' OR (r.created_at, r.id) < "
                    "('epoch'::timestamptz + $4::bigint * interval '1 microsecond', $3::uuid)) "
                    "ORDER BY r.created_at DESC, r.id DESC LIMIT $5"),
-      org, state, after ? after->id : std::string(), after ? after->created_at_us : int64_t{0},
-      limit);
-  std::vector<v1::Reservation> out;
+      org, state, after ? after->id : std::string(), after ? after->key : int64_t{0}, limit);
+  Page<v1::Reservation> page;
   for (const pqxx::row& row : rows) {
-    out.push_back(RecordFromRow(row).proto);
-    if (cursors) cursors->push_back({row[16].as<int64_t>(), row[0].as<std::string>()});
+    page.rows.push_back(RecordFromRow(row).proto);
+    page.cursors.push_back({row[16].as<int64_t>(), row[0].as<std::string>()});
   }
-  return out;
+  return page;
 }
 
 ExclusionSummary ReservationStore::SummarizeExclusions(pqxx::transaction_base& tx,

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "dcl/v1/reservation.pb.h"
 #include "services/common/db.h"
+#include "services/common/page_token.h"
 #include "services/reservation/eligibility.h"
 
 namespace dcl::reservation {
@@ -67,12 +68,6 @@ struct ReserveOutcome {
   std::optional<ReservationRecord> reservation;
 };
 
-// Paging position: the last row of the previous page.
-struct ListCursor {
-  int64_t created_at_us = 0;
-  std::string id;
-};
-
 class ReservationStore {
  public:
   // --- reservations: reads
@@ -80,10 +75,10 @@ class ReservationStore {
                                                    const std::string& id, bool lock);
   static std::optional<ReservationRecord> FindByKey(pqxx::work& tx, const std::string& org,
                                                     const std::string& key, bool lock);
-  static std::vector<v1::Reservation> List(pqxx::work& tx, const std::string& org,
-                                           const std::string& state,  // "" = all
-                                           const std::optional<ListCursor>& after, int limit,
-                                           std::vector<ListCursor>* cursors);
+  // Newest first (PageOrder::kCreation, descending): `limit` rows after `after`.
+  static Page<v1::Reservation> List(pqxx::work& tx, const std::string& org,
+                                    const std::string& state,  // "" = all
+                                    const std::optional<PageCursor>& after, int limit);
 
   // --- devices as candidates
   // Every device of the organization classified (the explanation of a refusal: runs only when
