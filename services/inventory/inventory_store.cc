@@ -18,16 +18,12 @@ constexpr char kRackSiteFk[] = "racks_site_fk";
 constexpr char kSerialUnique[] = "devices_org_serial_uq";
 constexpr char kDeviceSiteFk[] = "devices_site_fk";
 
-std::string Micros(const std::string& column) {
-  return absl::StrCat("(extract(epoch FROM ", column, ") * 1000000)::bigint");
-}
-
 // The cursor condition "(created_at, id) after the cursor", with the cursor in parameters
 // $<n> (micros) and $<n+1> (id, '' = from the start).
 std::string AfterCursor(const std::string& alias, int n) {
-  return absl::StrCat("($", n + 1, " = '' OR (", alias, ".created_at, ", alias,
-                      ".id) > ('epoch'::timestamptz + $", n, "::bigint * interval '1 microsecond', ",
-                      "nullif($", n + 1, ", '')::uuid))");
+  return absl::StrCat("($", n + 1, " = '' OR (", alias, ".created_at, ", alias, ".id) > (",
+                      SqlTimestampFromMicros(absl::StrCat("$", n)), ", nullif($", n + 1,
+                      ", '')::uuid))");
 }
 
 std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.as<std::string>(); }
@@ -46,7 +42,7 @@ absl::Status AlreadyExists(const std::string& what, const std::string& field,
 
 const std::string& SiteColumns() {
   static const std::string* columns =
-      new std::string(absl::StrCat("s.id::text, s.name, ", Micros("s.created_at")));
+      new std::string(absl::StrCat("s.id::text, s.name, ", SqlMicros("s.created_at")));
   return *columns;
 }
 
@@ -64,7 +60,7 @@ const std::string& RackColumns() {
   static const std::string* columns = new std::string(
       absl::StrCat("r.id::text, r.site_id::text, r.name, r.first_unit, r.unit_count, r.numbering, "
                    "r.has_rear, r.power_budget_watts, r.weight_budget_kg, ",
-                   Micros("r.created_at")));
+                   SqlMicros("r.created_at")));
   return *columns;
 }
 constexpr int kRackCursorColumn = 9;
@@ -117,7 +113,7 @@ const std::string& DeviceColumns() {
   static const std::string* columns = new std::string(absl::StrCat(
       "d.id::text, d.site_id::text, d.vendor, d.model, d.hardware_profile, d.serial, "
       "d.height_units, d.depth_class, d.process_state, d.power_draw_watts, d.weight_kg, ",
-      Micros("d.decommissioned_at"), ", ", Micros("d.created_at")));
+      SqlMicros("d.decommissioned_at"), ", ", SqlMicros("d.created_at")));
   return *columns;
 }
 
