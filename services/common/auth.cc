@@ -2,8 +2,6 @@
 
 #include <openssl/rand.h>
 
-#include <array>
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,26 +13,11 @@ namespace dcl {
 
 namespace {
 
-constexpr std::array<const char*, kRoleCount> kRoleNames = {"commerce", "dc-operator",
-                                                                 "customer", "admin"};
-
 absl::Status Unauthenticated(const std::string& message) {
   return Error(absl::StatusCode::kUnauthenticated, v1::UNAUTHENTICATED_CALLER, message);
 }
 
 }  // namespace
-
-const char* RoleName(Role role) { return kRoleNames[static_cast<size_t>(role)]; }
-
-bool ParseRole(const std::string& name, Role* role) {
-  for (size_t i = 0; i < kRoleCount; ++i) {
-    if (kRoleNames[i] == name) {
-      *role = static_cast<Role>(i);
-      return true;
-    }
-  }
-  return false;
-}
 
 std::string Principal::Actor() const { return absl::StrCat(RoleName(role), ":", token_id); }
 

@@ -17,8 +17,9 @@ inline constexpr size_t kRoleCount = 4;
 
 constexpr uint8_t RoleBit(Role role) { return uint8_t{1} << static_cast<uint8_t>(role); }
 
+// "commerce", "dc-operator", "customer", "admin": the names tokens and logs carry.
 const char* RoleName(Role role);
-// "commerce", "dc-operator", "customer", "admin"; false for anything else.
+// The role RoleName names; false for anything else.
 bool ParseRole(const std::string& name, Role* role);
 
 enum class Rpc : uint8_t {

@@ -1,6 +1,16 @@
 #include "services/common/time_util.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace dcl {
+
+std::string SqlMicros(absl::string_view timestamptz) {
+  return absl::StrCat("(extract(epoch FROM ", timestamptz, ") * 1000000)::bigint");
+}
+
+std::string SqlTimestampFromMicros(absl::string_view micros) {
+  return absl::StrCat("('epoch'::timestamptz + ", micros, "::bigint * interval '1 microsecond')");
+}
 
 void SetTimestampFromMicros(int64_t micros, google::protobuf::Timestamp* ts) {
   int64_t seconds = micros / 1000000;

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/common/page_token.h"
 #include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
@@ -16,39 +16,6 @@
 
 namespace dcl::inventory {
 namespace {
-
-constexpr int kDefaultPageSize = 50;
-
-// ---- Paging: the token is "<created_at in microseconds>.<id>" of the previous page's last row.
-
-int PageSize(int32_t requested) {
-  // The gate has checked the range (kIntegerRanges); the clamp keeps direct callers safe too.
-  return requested <= 0 ? kDefaultPageSize
-                        : static_cast<int>(std::min<int64_t>(requested, kMaxPageSize));
-}
-
-absl::StatusOr<std::optional<PageCursor>> ParsePageToken(const std::string& token) {
-  if (token.empty()) return std::optional<PageCursor>();
-  const size_t dot = token.find('.');
-  PageCursor cursor;
-  if (dot == std::string::npos || !absl::SimpleAtoi(token.substr(0, dot), &cursor.created_at_us) ||
-      !IsUuid(token.substr(dot + 1))) {
-    return InvalidInput("page_token", "is not a token this service issued");
-  }
-  cursor.id = token.substr(dot + 1);
-  return std::optional<PageCursor>(cursor);
-}
-
-// Moves one page (fetched with page_size + 1 rows) into `rows`; returns the next page token.
-template <typename T, typename Repeated>
-std::string TakePage(Page<T> page, int page_size, Repeated* rows) {
-  const bool more = static_cast<int>(page.rows.size()) > page_size;
-  if (more) page.rows.resize(page_size);
-  for (T& row : page.rows) *rows->Add() = std::move(row);
-  if (!more) return "";
-  const PageCursor& last = page.cursors[page_size - 1];
-  return absl::StrCat(last.created_at_us, ".", last.id);
-}
 
 // ---- Validation ----
 
@@ -207,7 +174,8 @@ absl::Status InventoryLogic::GetSite(const Principal& p, const v1::GetSiteReques
 absl::Status InventoryLogic::ListSites(const Principal& p, const v1::ListSitesRequest& req,
                                        v1::ListSitesResponse* out) {
   const int page_size = PageSize(req.page_size());
-  absl::StatusOr<std::optional<PageCursor>> after = ParsePageToken(req.page_token());
+  absl::StatusOr<std::optional<PageCursor>> after =
+      DecodePageToken(req.page_token(), PageOrder::kCreation);
   if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
@@ -263,7 +231,8 @@ absl::Status InventoryLogic::ListRacks(const Principal& p, const v1::ListRacksRe
                                        v1::ListRacksResponse* out) {
   DCL_RETURN_IF_ERROR(CheckOptionalId("site_id", req.site_id()));
   const int page_size = PageSize(req.page_size());
-  absl::StatusOr<std::optional<PageCursor>> after = ParsePageToken(req.page_token());
+  absl::StatusOr<std::optional<PageCursor>> after =
+      DecodePageToken(req.page_token(), PageOrder::kCreation);
   if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
@@ -389,7 +358,8 @@ absl::Status InventoryLogic::ListDevices(const Principal& p, const v1::ListDevic
   filter.process_state = StateName(req.process_state());
   filter.include_decommissioned = req.include_decommissioned();
   const int page_size = PageSize(req.page_size());
-  absl::StatusOr<std::optional<PageCursor>> after = ParsePageToken(req.page_token());
+  absl::StatusOr<std::optional<PageCursor>> after =
+      DecodePageToken(req.page_token(), PageOrder::kCreation);
   if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();

@@ -19,16 +19,12 @@ constexpr char kRackSiteFk[] = "racks_site_fk";
 constexpr char kSerialUnique[] = "devices_org_serial_uq";
 constexpr char kDeviceSiteFk[] = "devices_site_fk";
 
-std::string Micros(const std::string& column) {
-  return absl::StrCat("(extract(epoch FROM ", column, ") * 1000000)::bigint");
-}
-
 // The cursor condition "(created_at, id) after the cursor", with the cursor in parameters
 // $<n> (micros) and $<n+1> (id, '' = from the start).
 std::string AfterCursor(const std::string& alias, int n) {
-  return absl::StrCat("($", n + 1, " = '' OR (", alias, ".created_at, ", alias,
-                      ".id) > ('epoch'::timestamptz + $", n, "::bigint * interval '1 microsecond', ",
-                      "nullif($", n + 1, ", '')::uuid))");
+  return absl::StrCat("($", n + 1, " = '' OR (", alias, ".created_at, ", alias, ".id) > (",
+                      SqlTimestampFromMicros(absl::StrCat("$", n)), ", nullif($", n + 1,
+                      ", '')::uuid))");
 }
 
 std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.as<std::string>(); }
@@ -47,7 +43,7 @@ absl::Status AlreadyExists(const std::string& what, const std::string& field,
 
 const std::string& SiteColumns() {
   static const std::string* columns =
-      new std::string(absl::StrCat("s.id::text, s.name, ", Micros("s.created_at")));
+      new std::string(absl::StrCat("s.id::text, s.name, ", SqlMicros("s.created_at")));
   return *columns;
 }
 
@@ -65,7 +61,7 @@ const std::string& RackColumns() {
   static const std::string* columns = new std::string(
       absl::StrCat("r.id::text, r.site_id::text, r.name, r.first_unit, r.unit_count, r.numbering, "
                    "r.has_rear, r.power_budget_watts, r.weight_budget_kg, ",
-                   Micros("r.created_at")));
+                   SqlMicros("r.created_at")));
   return *columns;
 }
 constexpr int kRackCursorColumn = 9;
@@ -118,7 +114,7 @@ const std::string& DeviceColumns() {
   static const std::string* columns = new std::string(absl::StrCat(
       "d.id::text, d.site_id::text, d.vendor, d.model, d.hardware_profile, d.serial, "
       "d.height_units, d.depth_class, d.process_state, d.power_draw_watts, d.weight_kg, ",
-      Micros("d.decommissioned_at"), ", ", Micros("d.created_at")));
+      SqlMicros("d.decommissioned_at"), ", ", SqlMicros("d.created_at")));
   return *columns;
 }
 
@@ -232,7 +228,7 @@ Page<v1::Site> ListSites(pqxx::transaction_base& tx, const std::string& org_id,
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", SiteColumns(), " FROM sites s WHERE s.org_id = $1::uuid AND ",
                    AfterCursor("s", 2), " ORDER BY s.created_at, s.id LIMIT $4"),
-      org_id, after ? after->created_at_us : int64_t{0}, after ? after->id : std::string(), limit);
+      org_id, after ? after->key : int64_t{0}, after ? after->id : std::string(), limit);
   Page<v1::Site> page;
   for (const pqxx::row& row : rows) {
     page.rows.push_back(SiteFromRow(row));
@@ -278,7 +274,7 @@ Page<v1::RackRecord> ListRacks(pqxx::transaction_base& tx, const std::string& or
                    " FROM racks r WHERE r.org_id = $1::uuid AND ($2 = '' OR r.site_id = "
                    "nullif($2, '')::uuid) AND ",
                    AfterCursor("r", 3), " ORDER BY r.created_at, r.id LIMIT $5"),
-      org_id, site_id, after ? after->created_at_us : int64_t{0},
+      org_id, site_id, after ? after->key : int64_t{0},
       after ? after->id : std::string(), limit);
   Page<v1::RackRecord> page;
   for (const pqxx::row& row : rows) {
@@ -373,7 +369,7 @@ Page<v1::Device> ListDevices(pqxx::transaction_base& tx, const std::string& org_
                    AfterCursor("d", 8), " ORDER BY d.created_at, d.id LIMIT $10"),
       org_id, filter.site_id, filter.vendor, filter.model, filter.hardware_profile,
       filter.process_state, filter.include_decommissioned,
-      after ? after->created_at_us : int64_t{0}, after ? after->id : std::string(), limit);
+      after ? after->key : int64_t{0}, after ? after->id : std::string(), limit);
   Page<v1::Device> page;
   for (const pqxx::row& row : rows) {
     page.rows.push_back(DeviceFromRow(row).proto);

@@ -20,21 +20,11 @@
 #include "absl/status/statusor.h"
 #include "dcl/v1/inventory.pb.h"
 #include "dcl/v1/occupancy.pb.h"
+#include "services/common/page_token.h"
 
 namespace dcl::inventory {
 
-// Where a page ends: the (created_at, id) of its last row. Lists run in creation order.
-struct PageCursor {
-  int64_t created_at_us = 0;
-  std::string id;
-};
-
-// One page of rows and the cursor after each row.
-template <typename T>
-struct Page {
-  std::vector<T> rows;
-  std::vector<PageCursor> cursors;
-};
+// The lists run in creation order (PageOrder::kCreation) and read `limit` rows after `after`.
 
 // ---- Sites ----
 

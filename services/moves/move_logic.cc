@@ -12,6 +12,7 @@
 #include "services/common/db_errors.h"
 #include "services/common/logging.h"
 #include "services/common/metrics.h"
+#include "services/common/page_token.h"
 #include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
@@ -33,7 +34,6 @@ using devices::LockDevice;
 
 namespace {
 
-constexpr int kDefaultPageSize = 50;
 // How long a new watch waits for the hub's listener to be connected.
 constexpr absl::Duration kWatchSubscribeTimeout = absl::Seconds(5);
 
@@ -420,26 +420,15 @@ absl::Status MoveLogic::ListMoves(const Principal& p, const v1::ListMovesRequest
     if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
     filter.device_id = req.device_id();
   }
-  // The gate has checked the range (kIntegerRanges); the clamp keeps direct callers safe too.
-  filter.page_size = req.page_size() <= 0
-                         ? kDefaultPageSize
-                         : static_cast<int>(std::min<int64_t>(req.page_size(), kMaxPageSize));
-  if (!req.page_token().empty()) {
-    // "<created_at in microseconds>_<move id>", as returned in next_page_token.
-    std::vector<std::string> parts = absl::StrSplit(req.page_token(), '_');
-    int64_t micros = 0;
-    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &micros) || !IsUuid(parts[1])) {
-      return InvalidInput("page_token", "not a token this service returned");
-    }
-    filter.after = std::make_pair(micros, parts[1]);
-  }
+  const int page_size = PageSize(req.page_size());
+  absl::StatusOr<std::optional<PageCursor>> after =
+      DecodePageToken(req.page_token(), PageOrder::kCreation);
+  if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    std::vector<MoveRecord> moves = moves::ListMoves(tx, p.org_id, filter);
+    Page<MoveRecord> moves = moves::ListMoves(tx, p.org_id, filter, *after, page_size + 1);
     out->Clear();
-    for (const MoveRecord& m : moves) *out->add_moves() = ToProto(m);
-    if (static_cast<int>(moves.size()) == filter.page_size) {
-      out->set_next_page_token(absl::StrCat(moves.back().created_at_us, "_", moves.back().id));
-    }
+    out->set_next_page_token(EndPage(moves, page_size));
+    for (const MoveRecord& m : moves.rows) *out->add_moves() = ToProto(m);
     return absl::OkStatus();
   });
 }
@@ -448,23 +437,20 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
                                             const v1::ListLocationHistoryRequest& req,
                                             v1::ListLocationHistoryResponse* out) {
   if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
-  if (req.page_size() < 0 || req.page_size() > kMaxPageSize) {
-    return InvalidInput("page_size", absl::StrCat("must be between 0 and ", kMaxPageSize));
-  }
-  const int page_size = req.page_size() == 0 ? kDefaultPageSize : req.page_size();
-  int64_t before_id = 0;  // the page token: the id of the last row of the previous page
-  if (!req.page_token().empty() &&
-      (!absl::SimpleAtoi(req.page_token(), &before_id) || before_id <= 0)) {
-    return InvalidInput("page_token", "not a token this service returned");
-  }
+  const int page_size = PageSize(req.page_size());
+  absl::StatusOr<std::optional<PageCursor>> after =
+      DecodePageToken(req.page_token(), PageOrder::kSerialId);
+  if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     if (tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
                        req.device_id(), p.org_id)
             .empty()) {
       return NotFound("device", req.device_id());
     }
-    const std::vector<LocationRecordRow> rows =
-        LocationPage(tx, p.org_id, req.device_id(), before_id, page_size);
+    Page<LocationRecordRow> page =
+        LocationPage(tx, p.org_id, req.device_id(), *after, page_size + 1);
+    const std::string next_page_token = EndPage(page, page_size);
+    const std::vector<LocationRecordRow>& rows = page.rows;
     std::vector<int64_t> ids;
     ids.reserve(rows.size());
     for (const LocationRecordRow& row : rows) ids.push_back(row.id);
@@ -477,9 +463,7 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
         if (correction.row.corrects_id == row.id) *record->add_corrections() = ToProto(correction);
       }
     }
-    if (static_cast<int>(rows.size()) == page_size) {
-      out->set_next_page_token(absl::StrCat(rows.back().id));
-    }
+    out->set_next_page_token(next_page_token);
     return absl::OkStatus();
   });
 }

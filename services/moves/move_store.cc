@@ -13,14 +13,16 @@ namespace dcl::moves {
 
 namespace {
 
-constexpr const char* kMoveColumns =
-    "m.id::text, m.org_id::text, m.device_id::text, m.source_site_id::text, "
-    "m.source_rack_id::text, m.source_booking_id::text, m.destination_rack_id::text, "
-    "m.destination_side, m.destination_unit, coalesce(m.move_hold_booking_id::text, ''), "
-    "m.state, m.preflight::text, coalesce(m.preflight->>'process_state', ''), "
-    "coalesce(m.job_id::text, ''), m.note, "
-    "(extract(epoch FROM m.created_at) * 1000000)::bigint, "
-    "(extract(epoch FROM m.updated_at) * 1000000)::bigint, m.created_by, m.updated_by";
+const std::string& MoveColumns() {
+  static const std::string* columns = new std::string(absl::StrCat(
+      "m.id::text, m.org_id::text, m.device_id::text, m.source_site_id::text, "
+      "m.source_rack_id::text, m.source_booking_id::text, m.destination_rack_id::text, "
+      "m.destination_side, m.destination_unit, coalesce(m.move_hold_booking_id::text, ''), "
+      "m.state, m.preflight::text, coalesce(m.preflight->>'process_state', ''), "
+      "coalesce(m.job_id::text, ''), m.note, ",
+      SqlMicros("m.created_at"), ", ", SqlMicros("m.updated_at"), ", m.created_by, m.updated_by"));
+  return *columns;
+}
 
 MoveRecord ReadMove(const pqxx::row& row) {
   MoveRecord m;
@@ -157,7 +159,7 @@ void SetMoveHold(pqxx::transaction_base& tx, const std::string& move_id,
 absl::StatusOr<MoveRecord> LoadMove(pqxx::transaction_base& tx, const std::string& org_id,
                                     const std::string& move_id, bool for_update) {
   pqxx::result r =
-      tx.exec_params(absl::StrCat("SELECT ", kMoveColumns,
+      tx.exec_params(absl::StrCat("SELECT ", MoveColumns(),
                                   " FROM moves m WHERE m.id = $1::uuid AND m.org_id = $2::uuid",
                                   for_update ? " FOR UPDATE" : ""),
                      move_id, org_id);
@@ -191,9 +193,11 @@ int64_t AppendEvent(pqxx::transaction_base& tx, const std::string& org_id,
 std::vector<MoveEventRecord> EventsAfter(pqxx::transaction_base& tx, const std::string& org_id,
                                          const std::string& move_id, int64_t after) {
   pqxx::result r = tx.exec_params(
-      "SELECT sequence, coalesce(from_state, ''), to_state, observation, note, actor, "
-      "(extract(epoch FROM at) * 1000000)::bigint FROM move_events "
-      "WHERE move_id = $1::uuid AND org_id = $2::uuid AND sequence > $3 ORDER BY sequence",
+      absl::StrCat(
+          "SELECT sequence, coalesce(from_state, ''), to_state, observation, note, actor, ",
+          SqlMicros("at"),
+          " FROM move_events "
+          "WHERE move_id = $1::uuid AND org_id = $2::uuid AND sequence > $3 ORDER BY sequence"),
       move_id, org_id, after);
   std::vector<MoveEventRecord> events;
   events.reserve(r.size());
@@ -235,12 +239,16 @@ int64_t AppendLocation(pqxx::transaction_base& tx, const LocationRow& row) {
 
 namespace {
 
-constexpr const char* kLocationColumns =
-    "l.id, l.org_id::text, l.device_id::text, coalesce(l.site_id::text, ''), "
-    "coalesce(l.rack_id::text, ''), coalesce(l.side, ''), coalesce(l.first_unit, 0), "
-    "coalesce(l.last_unit, 0), l.event, coalesce(l.move_id::text, ''), "
-    "coalesce(l.move_state, ''), coalesce(l.booking_id::text, ''), coalesce(l.corrects_id, 0), "
-    "l.note, l.actor, (extract(epoch FROM l.recorded_at) * 1000000)::bigint";
+const std::string& LocationColumns() {
+  static const std::string* columns = new std::string(absl::StrCat(
+      "l.id, l.org_id::text, l.device_id::text, coalesce(l.site_id::text, ''), "
+      "coalesce(l.rack_id::text, ''), coalesce(l.side, ''), coalesce(l.first_unit, 0), "
+      "coalesce(l.last_unit, 0), l.event, coalesce(l.move_id::text, ''), "
+      "coalesce(l.move_state, ''), coalesce(l.booking_id::text, ''), coalesce(l.corrects_id, 0), "
+      "l.note, l.actor, ",
+      SqlMicros("l.recorded_at")));
+  return *columns;
+}
 
 LocationRecordRow ReadLocation(const pqxx::row& r) {
   LocationRecordRow out;
@@ -300,22 +308,25 @@ v1::LocationRecord ToProto(const LocationRecordRow& record) {
 std::optional<LocationRecordRow> LoadLocation(pqxx::transaction_base& tx, const std::string& org_id,
                                               int64_t id) {
   pqxx::result r = tx.exec_params(
-      absl::StrCat("SELECT ", kLocationColumns,
+      absl::StrCat("SELECT ", LocationColumns(),
                    " FROM location_history l WHERE l.id = $1 AND l.org_id = $2::uuid"),
       id, org_id);
   if (r.empty()) return std::nullopt;
   return ReadLocation(r[0]);
 }
 
-std::vector<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
-                                            const std::string& device_id, int64_t before_id,
-                                            int limit) {
-  return ReadLocations(tx.exec_params(
-      absl::StrCat("SELECT ", kLocationColumns,
+Page<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
+                                     const std::string& device_id,
+                                     const std::optional<PageCursor>& after, int limit) {
+  Page<LocationRecordRow> page;
+  page.rows = ReadLocations(tx.exec_params(
+      absl::StrCat("SELECT ", LocationColumns(),
                    " FROM location_history l WHERE l.device_id = $1::uuid AND l.org_id = $2::uuid "
                    "AND l.corrects_id IS NULL AND ($3 = 0 OR l.id < $3) "
                    "ORDER BY l.id DESC LIMIT $4"),
-      device_id, org_id, before_id, limit));
+      device_id, org_id, after ? after->key : int64_t{0}, limit));
+  for (const LocationRecordRow& row : page.rows) page.cursors.push_back({row.id, ""});
+  return page;
 }
 
 std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
@@ -323,34 +334,37 @@ std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
                                              const std::vector<int64_t>& ids) {
   if (ids.empty()) return {};
   return ReadLocations(tx.exec_params(
-      absl::StrCat("SELECT ", kLocationColumns,
+      absl::StrCat("SELECT ", LocationColumns(),
                    " FROM location_history l WHERE l.corrects_id = ANY($1::bigint[]) "
                    "AND l.org_id = $2::uuid ORDER BY l.id DESC"),
       absl::StrCat("{", absl::StrJoin(ids, ","), "}"), org_id));
 }
 
-std::vector<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,
-                                  const MoveFilter& filter) {
+Page<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,
+                           const MoveFilter& filter, const std::optional<PageCursor>& after,
+                           int limit) {
   const char* state = filter.state ? StateName(*filter.state) : nullptr;
   std::optional<std::string> after_us, after_id;
-  if (filter.after) {
-    after_us = absl::StrCat(filter.after->first);
-    after_id = filter.after->second;
+  if (after) {
+    after_us = absl::StrCat(after->key);
+    after_id = after->id;
   }
   pqxx::result r = tx.exec_params(
       absl::StrCat(
-          "SELECT ", kMoveColumns,
+          "SELECT ", MoveColumns(),
           " FROM moves m WHERE m.org_id = $1::uuid AND ($2::text IS NULL OR m.state = $2) "
           "AND ($3::uuid IS NULL OR m.device_id = $3::uuid) "
-          "AND ($4::bigint IS NULL OR "
-          "((extract(epoch FROM m.created_at) * 1000000)::bigint, m.id) > ($4::bigint, $5::uuid)) "
+          "AND ($4::bigint IS NULL OR (m.created_at, m.id) > (", SqlTimestampFromMicros("$4"),
+          ", $5::uuid)) "
           "ORDER BY m.created_at, m.id LIMIT $6"),
-      org_id, state, NullIfEmpty(filter.device_id), OrNull(after_us), OrNull(after_id),
-      filter.page_size);
-  std::vector<MoveRecord> moves;
-  moves.reserve(r.size());
-  for (const auto& row : r) moves.push_back(ReadMove(row));
-  return moves;
+      org_id, state, NullIfEmpty(filter.device_id), OrNull(after_us), OrNull(after_id), limit);
+  Page<MoveRecord> page;
+  page.rows.reserve(r.size());
+  for (const auto& row : r) {
+    page.rows.push_back(ReadMove(row));
+    page.cursors.push_back({page.rows.back().created_at_us, page.rows.back().id});
+  }
+  return page;
 }
 
 }  // namespace dcl::moves

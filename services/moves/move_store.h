@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dcl/v1/moves.pb.h"
+#include "services/common/page_token.h"
 #include "services/moves/move_state.h"
 
 namespace dcl::moves {
@@ -149,11 +150,11 @@ v1::LocationRecord ToProto(const LocationRecordRow& record);
 // The row `id` of the organization's history, if any.
 std::optional<LocationRecordRow> LoadLocation(pqxx::transaction_base& tx, const std::string& org_id,
                                               int64_t id);
-// The device's rows that are not corrections, newest first: at most `limit` rows with
-// id < `before_id` (0: from the newest).
-std::vector<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
-                                            const std::string& device_id, int64_t before_id,
-                                            int limit);
+// The device's rows that are not corrections, newest first (PageOrder::kSerialId, descending):
+// at most `limit` rows after `after` (nullopt: from the newest).
+Page<LocationRecordRow> LocationPage(pqxx::transaction_base& tx, const std::string& org_id,
+                                     const std::string& device_id,
+                                     const std::optional<PageCursor>& after, int limit);
 // The corrections of the rows `ids`, newest first.
 std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
                                              const std::string& org_id,
@@ -162,12 +163,11 @@ std::vector<LocationRecordRow> CorrectionsOf(pqxx::transaction_base& tx,
 struct MoveFilter {
   std::optional<MoveState> state;
   std::string device_id;
-  int page_size = 50;
-  // Keyset cursor: the (created_at, id) of the last move of the previous page.
-  std::optional<std::pair<int64_t, std::string>> after;
 };
-std::vector<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,
-                                  const MoveFilter& filter);
+// The moves in creation order (PageOrder::kCreation): `limit` rows after `after`.
+Page<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id,
+                           const MoveFilter& filter, const std::optional<PageCursor>& after,
+                           int limit);
 
 }  // namespace dcl::moves
 

@@ -303,7 +303,8 @@ absl::Status ConstraintRejection(pqxx::transaction_base& tx, const Principal& pr
 // answers what the response needs and only the database knows, as one text (GuardedExec returns
 // one column): id, rack id, device id (canonical text), created_at and expires_at in
 // microseconds, separated by '|'; so a booking is not read back after it is written.
-constexpr char kInsertBookingSql[] = R"sql(
+const std::string& InsertBookingSql() {
+  static const std::string* sql = new std::string(absl::StrCat(R"sql(
 WITH h AS (
   INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit,
                         last_unit, expires_at, created_by, reason)
@@ -319,10 +320,12 @@ WITH h AS (
   FROM h, unnest($1[13]::text[], $1[14]::integer[]) AS x(side, unit)
 )
 SELECT id::text || '|' || rack_id::text || '|' || coalesce(device_id::text, '') || '|' ||
-       (extract(epoch FROM created_at) * 1000000)::bigint || '|' ||
-       coalesce(((extract(epoch FROM expires_at) * 1000000)::bigint)::text, '')
+       )sql", SqlMicros("created_at"), R"sql( || '|' ||
+       coalesce()sql", SqlMicros("expires_at"), R"sql(::text, '')
   FROM h
-)sql";
+)sql"));
+  return *sql;
+}
 
 // The created booking, from the insert's answer and what was inserted (LoadBooking's shape:
 // slots front first, then by unit).
@@ -457,11 +460,10 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
                                         const std::string& booking_id) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
   pqxx::result h = tx.exec_params(
-      "SELECT rack_id::text, kind, device_id::text, created_by, reason, released_by, "
-      "(extract(epoch FROM expires_at) * 1000000)::bigint, "
-      "(extract(epoch FROM created_at) * 1000000)::bigint, "
-      "(extract(epoch FROM released_at) * 1000000)::bigint "
-      "FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid",
+      absl::StrCat("SELECT rack_id::text, kind, device_id::text, created_by, reason, released_by, ",
+                   SqlMicros("expires_at"), ", ", SqlMicros("created_at"), ", ",
+                   SqlMicros("released_at"),
+                   " FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid"),
       booking_id, principal.org_id);
   if (h.empty()) return NotFound("booking", booking_id);
   const auto row = h[0];
@@ -528,7 +530,7 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
   };
 
   for (int attempt = 0; attempt < kMaxInsertAttempts; ++attempt) {
-    GuardedResult result = GuardedExec(tx, kInsertBookingSql, args);
+    GuardedResult result = GuardedExec(tx, InsertBookingSql(), args);
     if (!result.violated()) {
       if (!result.returned) return Internal("the booking insert returned no id");
       return CreatedBooking(*result.returned, spec, principal, claimed);

@@ -8,9 +8,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/logging.h"
+#include "services/common/page_token.h"
 #include "services/common/request_ledger.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
@@ -22,7 +22,6 @@ namespace dcl::reservation {
 
 namespace {
 
-constexpr int kDefaultPageSize = 50;
 
 // A uniformly random UUID-shaped string: the start of Reserve's walk over the site's devices.
 // Random per call, so concurrent orders start at different places and spread over the pool.
@@ -404,38 +403,16 @@ absl::Status ReservationLogic::ListReservations(const Principal& principal,
     state = StateName(request.state());
     if (state.empty()) return InvalidInput("state", "is not a reservation state");
   }
-  // The gate has checked the range (kIntegerRanges); the clamp keeps direct callers safe too.
-  const int page_size =
-      request.page_size() <= 0
-          ? kDefaultPageSize
-          : static_cast<int>(std::min<int64_t>(request.page_size(), kMaxPageSize));
-  // The token is "<created_at in microseconds>.<id>" of the previous page's last row.
-  std::optional<ListCursor> after;
-  if (!request.page_token().empty()) {
-    const std::string& token = request.page_token();
-    const size_t dot = token.find('.');
-    ListCursor cursor;
-    if (dot == std::string::npos ||
-        !absl::SimpleAtoi(token.substr(0, dot), &cursor.created_at_us) ||
-        !IsUuid(token.substr(dot + 1))) {
-      return InvalidInput("page_token", "is not a token this service issued");
-    }
-    cursor.id = token.substr(dot + 1);
-    after = cursor;
-  }
+  const int page_size = PageSize(request.page_size());
+  absl::StatusOr<std::optional<PageCursor>> after =
+      DecodePageToken(request.page_token(), PageOrder::kCreation);
+  if (!after.ok()) return after.status();
   absl::StatusOr<v1::ListReservationsResponse> result =
       pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ListReservationsResponse> {
-        std::vector<ListCursor> cursors;
-        std::vector<v1::Reservation> rows =
-            ReservationPage(tx, principal.org_id, state, after, page_size + 1, &cursors);
         v1::ListReservationsResponse out;
-        const bool more = static_cast<int>(rows.size()) > page_size;
-        if (more) rows.resize(page_size);
-        for (v1::Reservation& r : rows) *out.add_reservations() = std::move(r);
-        if (more) {
-          const ListCursor& last = cursors[page_size - 1];
-          out.set_next_page_token(absl::StrCat(last.created_at_us, ".", last.id));
-        }
+        out.set_next_page_token(TakePage(ReservationPage(tx, principal.org_id, state, *after,
+                                                     page_size + 1),
+                                         page_size, out.mutable_reservations()));
         return out;
       });
   if (!result.ok()) return result.status();

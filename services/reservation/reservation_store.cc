@@ -12,17 +12,12 @@ namespace dcl::reservation {
 
 namespace {
 
-// Microseconds since the epoch of a timestamptz expression, exact (numeric, not float).
-std::string Micros(const std::string& column) {
-  return absl::StrCat("(extract(epoch FROM ", column, ") * 1000000)::bigint");
-}
-
 const std::string& ReservationColumns() {
   static const std::string* columns = new std::string(absl::StrCat(
       "r.id::text, r.idempotency_key, r.device_id::text, r.state, r.criteria_site_id::text, "
       "r.criteria_vendor, r.criteria_model, r.criteria_hardware_profile, "
       "r.selection_reason::text, ",
-      Micros("r.created_at"), ", ", Micros("r.expires_at"), ", ", Micros("r.ended_at"),
+      SqlMicros("r.created_at"), ", ", SqlMicros("r.expires_at"), ", ", SqlMicros("r.ended_at"),
       ", coalesce(r.end_reason, ''), coalesce(r.ended_by, ''), coalesce(r.service_id::text, ''), "
       "clock_timestamp() >= r.expires_at"));
   return *columns;
@@ -53,7 +48,7 @@ ReservationRecord RecordFromRow(const pqxx::row& row) {
 const std::string& BindingColumns() {
   static const std::string* columns =
       new std::string(absl::StrCat("b.id::text, b.service_id::text, b.device_id::text, ",
-                                   Micros("b.started_at"), ", ", Micros("b.ended_at")));
+                                   SqlMicros("b.started_at"), ", ", SqlMicros("b.ended_at")));
   return *columns;
 }
 
@@ -116,26 +111,24 @@ std::optional<ReservationRecord> FindReservationByKey(pqxx::transaction_base& tx
   return RecordFromRow(rows[0]);
 }
 
-std::vector<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::string& org,
-                                             const std::string& state,
-                                             const std::optional<ListCursor>& after, int limit,
-                                             std::vector<ListCursor>* cursors) {
+Page<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::string& org,
+                                      const std::string& state,
+                                      const std::optional<PageCursor>& after, int limit) {
   // Newest first; the cursor is the (created_at, id) of the last row returned, compared as
   // exact microseconds.
   pqxx::result rows = tx.exec_params(
-      absl::StrCat("SELECT ", ReservationColumns(), ", ", Micros("r.created_at"),
+      absl::StrCat("SELECT ", ReservationColumns(), ", ", SqlMicros("r.created_at"),
                    " FROM reservations r WHERE r.org_id = $1 AND ($2 = '' OR r.state = $2) "
-                   "AND ($3 = '' OR (r.created_at, r.id) < "
-                   "('epoch'::timestamptz + $4::bigint * interval '1 microsecond', $3::uuid)) "
+                   "AND ($3 = '' OR (r.created_at, r.id) < (", SqlTimestampFromMicros("$4"),
+                   ", $3::uuid)) "
                    "ORDER BY r.created_at DESC, r.id DESC LIMIT $5"),
-      org, state, after ? after->id : std::string(), after ? after->created_at_us : int64_t{0},
-      limit);
-  std::vector<v1::Reservation> out;
+      org, state, after ? after->id : std::string(), after ? after->key : int64_t{0}, limit);
+  Page<v1::Reservation> page;
   for (const pqxx::row& row : rows) {
-    out.push_back(RecordFromRow(row).proto);
-    if (cursors) cursors->push_back({row[16].as<int64_t>(), row[0].as<std::string>()});
+    page.rows.push_back(RecordFromRow(row).proto);
+    page.cursors.push_back({row[16].as<int64_t>(), row[0].as<std::string>()});
   }
-  return out;
+  return page;
 }
 
 ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::string& org,

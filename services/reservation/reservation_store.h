@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "dcl/v1/reservation.pb.h"
 #include "services/common/db.h"
+#include "services/common/page_token.h"
 #include "services/reservation/eligibility.h"
 
 namespace dcl::reservation {
@@ -69,12 +70,6 @@ struct ReserveOutcome {
   std::optional<ReservationRecord> reservation;
 };
 
-// Paging position: the last row of the previous page.
-struct ListCursor {
-  int64_t created_at_us = 0;
-  std::string id;
-};
-
 // --- reservations: reads
 std::optional<ReservationRecord> FindReservationById(pqxx::transaction_base& tx,
                                                      const std::string& org, const std::string& id,
@@ -82,12 +77,10 @@ std::optional<ReservationRecord> FindReservationById(pqxx::transaction_base& tx,
 std::optional<ReservationRecord> FindReservationByKey(pqxx::transaction_base& tx,
                                                       const std::string& org,
                                                       const std::string& key, bool lock);
-// One page of the organization's reservations, newest first, after `after`; `cursors` (may be
-// null) receives each returned row's paging position.
-std::vector<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::string& org,
-                                             const std::string& state,  // "" = all
-                                             const std::optional<ListCursor>& after, int limit,
-                                             std::vector<ListCursor>* cursors);
+// Newest first (PageOrder::kCreation, descending): `limit` rows after `after`.
+Page<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::string& org,
+                                      const std::string& state,  // "" = all
+                                      const std::optional<PageCursor>& after, int limit);
 
 // --- devices as candidates
 // Every device of the organization classified (the explanation of a refusal: runs only when

@@ -15,7 +15,9 @@
 
 #include <pqxx/pqxx>
 
+#include "absl/strings/str_cat.h"
 #include "services/common/status.h"
+#include "services/common/time_util.h"
 #include "services/reservation/reservation_logic.h"
 #include "sweeper/sweeper.h"
 #include "tests/support/fixtures.h"
@@ -56,9 +58,9 @@ TEST_CASE("a hold that lapses while Convert runs ends converted with a binding o
   std::vector<Hold> holds;
   {
     pqxx::work tx(*conn);
-    for (const auto& row : tx.exec(
-             "SELECT id, (extract(epoch FROM expires_at) * 1000000)::bigint FROM reservations "
-             "WHERE idempotency_key LIKE 'race-%' ORDER BY expires_at")) {
+    for (const auto& row : tx.exec(absl::StrCat(
+             "SELECT id, ", SqlMicros("expires_at"),
+             " FROM reservations WHERE idempotency_key LIKE 'race-%' ORDER BY expires_at"))) {
       Hold hold;
       hold.id = row[0].as<std::string>();
       hold.expires_at = std::chrono::system_clock::time_point(
