@@ -410,9 +410,9 @@ absl::Status ReservationLogic::ListReservations(const Principal& principal,
   absl::StatusOr<v1::ListReservationsResponse> result =
       pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ListReservationsResponse> {
         v1::ListReservationsResponse out;
-        out.set_next_page_token(TakePage(ReservationPage(tx, principal.org_id, state, *after,
-                                                     page_size + 1),
-                                         page_size, out.mutable_reservations()));
+        out.set_next_page_token(
+            TakePage(ReservationPage(tx, principal.org_id, state, *after, page_size + 1),
+                     page_size, out.mutable_reservations()));
         return out;
       });
   if (!result.ok()) return result.status();
