@@ -311,29 +311,29 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
           .Meta("device_id", req.device_id());
     }
     const v1::Booking& source = **placement;
-    std::optional<std::string> source_site = RackSite(tx, p.org_id, source.rack_id());
-    if (!source_site) return Internal("the source placement's rack is not readable");
+    std::optional<RackRow> source_rack = FindRack(tx, p.org_id, source.rack_id());
+    if (!source_rack) return Internal("the source placement's rack is not readable");
     // Only existence and ownership here. Same site is the CHECK moves_same_site's decision
     // (InsertMove turns it into CROSS_SITE_MOVE); occupancy and bounds are the booking path's.
-    std::optional<std::string> destination_site = RackSite(tx, p.org_id, req.destination_rack_id());
-    if (!destination_site) return NotFound("rack", req.destination_rack_id());
+    std::optional<RackRow> destination_rack = FindRack(tx, p.org_id, req.destination_rack_id());
+    if (!destination_rack) return NotFound("rack", req.destination_rack_id());
 
     const std::string preflight =
         absl::StrCat("{\"process_state\":\"", JsonEscape(dev.process_state), "\",\"source\":{",
                      "\"booking_id\":\"", source.id(), "\",\"rack_id\":\"", source.rack_id(),
-                     "\",\"site_id\":\"", *source_site, "\",\"slots\":", SlotsJson(source), "},",
-                     "\"destination\":{\"rack_id\":\"", req.destination_rack_id(), "\",\"side\":\"",
-                     side, "\",\"unit\":", req.destination_unit(), "},",
+                     "\",\"site_id\":\"", source_rack->site_id, "\",\"slots\":", SlotsJson(source),
+                     "},", "\"destination\":{\"rack_id\":\"", req.destination_rack_id(),
+                     "\",\"side\":\"", side, "\",\"unit\":", req.destination_unit(), "},",
                      "\"checks\":[\"device_in_organization\",\"not_in_transit\",\"no_open_move\","
                      "\"device_placed\",\"destination_rack_in_organization\"]}");
 
     NewMove move;
     move.org_id = p.org_id;
     move.device_id = req.device_id();
-    move.source_site_id = *source_site;
+    move.source_site_id = source_rack->site_id;
     move.source_rack_id = source.rack_id();
     move.source_booking_id = source.id();
-    move.destination_site_id = *destination_site;
+    move.destination_site_id = destination_rack->site_id;
     move.destination_rack_id = req.destination_rack_id();
     move.destination_side = side;
     move.destination_unit = req.destination_unit();
@@ -455,9 +455,7 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
     return InvalidInput("page_token", "not a token this service returned");
   }
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    if (tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
-                       req.device_id(), p.org_id)
-            .empty()) {
+    if (!DeviceInOrganization(tx, p.org_id, req.device_id())) {
       return NotFound("device", req.device_id());
     }
     const std::vector<LocationRecordRow> rows =
@@ -525,13 +523,10 @@ absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLoc
     row.note = req.reason();
     row.actor = p.Actor();
     if (known) {
-      pqxx::result rack = tx.exec_params(
-          "SELECT site_id::text, first_unit, first_unit + unit_count - 1, has_rear FROM racks "
-          "WHERE id = $1::uuid AND org_id = $2::uuid",
-          req.rack_id(), p.org_id);
-      if (rack.empty()) return NotFound("rack", req.rack_id());
-      const int lowest = rack[0][1].as<int>();
-      const int highest = rack[0][2].as<int>();
+      std::optional<RackRow> rack = FindRack(tx, p.org_id, req.rack_id());
+      if (!rack) return NotFound("rack", req.rack_id());
+      const int lowest = rack->lowest_unit;
+      const int highest = rack->highest_unit;
       if (req.first_unit() < lowest) {
         return InvalidInput("first_unit",
                             absl::StrCat("the rack's units are ", lowest, " to ", highest));
@@ -540,10 +535,10 @@ absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLoc
         return InvalidInput("last_unit",
                             absl::StrCat("the rack's units are ", lowest, " to ", highest));
       }
-      if (req.side() == v1::SIDE_REAR && !rack[0][3].as<bool>()) {
+      if (req.side() == v1::SIDE_REAR && !rack->has_rear) {
         return InvalidInput("side", "the rack has no rear");
       }
-      row.site_id = rack[0][0].as<std::string>();
+      row.site_id = rack->site_id;
       row.rack_id = req.rack_id();
       row.side = req.side() == v1::SIDE_UNSPECIFIED ? "" : occupancy::SideName(req.side());
       row.first_unit = req.first_unit();

@@ -111,12 +111,22 @@ std::optional<std::string> FindOpenMove(pqxx::transaction_base& tx, const std::s
   return r[0][0].as<std::string>();
 }
 
-std::optional<std::string> RackSite(pqxx::transaction_base& tx, const std::string& org_id,
-                                    const std::string& rack_id) {
+bool DeviceInOrganization(pqxx::transaction_base& tx, const std::string& org_id,
+                          const std::string& device_id) {
+  return !tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
+                         device_id, org_id)
+              .empty();
+}
+
+std::optional<RackRow> FindRack(pqxx::transaction_base& tx, const std::string& org_id,
+                                const std::string& rack_id) {
   pqxx::result r = tx.exec_params(
-      "SELECT site_id::text FROM racks WHERE id = $1::uuid AND org_id = $2::uuid", rack_id, org_id);
+      "SELECT site_id::text, first_unit, first_unit + unit_count - 1, has_rear FROM racks "
+      "WHERE id = $1::uuid AND org_id = $2::uuid",
+      rack_id, org_id);
   if (r.empty()) return std::nullopt;
-  return r[0][0].as<std::string>();
+  return RackRow{r[0][0].as<std::string>(), r[0][1].as<int>(), r[0][2].as<int>(),
+                 r[0][3].as<bool>()};
 }
 
 std::string InsertJob(pqxx::transaction_base& tx, const std::string& org_id,
