@@ -293,14 +293,14 @@ TEST_CASE("the preflight keeps the state, the source placement and the destinati
   absl::StatusOr<v1::Move> move = w.Start(w.device, rack_c, v1::SIDE_FRONT, 0);
   REQUIRE(move.ok());
   // Key for key what the move returns and what the restore at the end reads (process_state).
-  const std::string expected = absl::StrCat(
-      R"({"process_state": "staging", "source": {"booking_id": ")", w.source_booking,
-      R"(", "rack_id": ")", w.rack_a, R"(", "site_id": ")", w.site,
-      R"(", "slots": [{"side": "front", "unit": 10}, {"side": "front", "unit": 11}, )",
-      R"({"side": "rear", "unit": 10}, {"side": "rear", "unit": 11}]}, )",
-      R"("destination": {"rack_id": ")", rack_c, R"(", "side": "front", "unit": 0}, )",
-      R"("checks": ["device_in_organization", "not_in_transit", "no_open_move", )",
-      R"("device_placed", "destination_rack_in_organization"]})");
+  const std::string expected =
+      absl::StrCat(R"({"process_state": "staging", "source": {"booking_id": ")", w.source_booking,
+                   R"(", "rack_id": ")", w.rack_a, R"(", "site_id": ")", w.site,
+                   R"(", "slots": [{"side": "front", "unit": 10}, {"side": "front", "unit": 11}, )",
+                   R"({"side": "rear", "unit": 10}, {"side": "rear", "unit": 11}]}, )",
+                   R"("destination": {"rack_id": ")", rack_c, R"(", "side": "front", "unit": 0}, )",
+                   R"("checks": ["device_in_organization", "not_in_transit", "no_open_move", )",
+                   R"("device_placed", "destination_rack_in_organization"]})");
   CHECK(w.db.Scalar(absl::StrCat("SELECT preflight::text FROM moves WHERE id = '", move->id(),
                                  "'")) == move->preflight_json());
   // The expected text as PostgreSQL spells that value (jsonb orders keys and spaces them).
