@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "services/common/db_errors.h"
-#include "services/common/logging.h"
 #include "services/common/metrics.h"
 #include "services/common/request_ledger.h"
 #include "services/common/status.h"
@@ -82,15 +81,6 @@ Position PositionOf(const v1::Booking& booking) {
   }
   if (front != rear) pos.side = front ? "front" : "rear";
   return pos;
-}
-
-std::string SlotsJson(const v1::Booking& booking) {
-  std::vector<std::string> slots;
-  for (const v1::Slot& slot : booking.slots()) {
-    slots.push_back(absl::StrCat("{\"side\":\"", occupancy::SideName(slot.side()),
-                                 "\",\"unit\":", slot.unit(), "}"));
-  }
-  return absl::StrCat("[", absl::StrJoin(slots, ","), "]");
 }
 
 // The end of a watch the client abandoned: nobody reads this status, but the gate logs it, and
@@ -263,20 +253,109 @@ absl::Status Advance(DbPool& pool, const Principal& p, const std::string& move_i
   });
 }
 
+// StartMove's input, checked before any transaction.
+absl::Status CheckStartMoveRequest(const v1::StartMoveRequest& req) {
+  DCL_RETURN_IF_ERROR(CheckId("device_id", req.device_id()));
+  DCL_RETURN_IF_ERROR(CheckId("destination_rack_id", req.destination_rack_id()));
+  if (req.destination_side() != v1::SIDE_FRONT && req.destination_side() != v1::SIDE_REAR) {
+    return InvalidInput("destination_side", "must be SIDE_FRONT or SIDE_REAR");
+  }
+  return CheckText("note", req.note(), kMaxNoteLength, false);
+}
+
+// Where a move goes from and to, as the preflight finds it.
+struct Route {
+  v1::Booking source;  // the device's active placement
+  std::string source_site_id;
+  std::string destination_site_id;
+};
+
+// The preflight's reads after the device lock: the placement the move starts from and the sites
+// of both racks.
+absl::StatusOr<Route> FindRoute(pqxx::transaction_base& tx, const Principal& p,
+                                const v1::StartMoveRequest& req) {
+  absl::StatusOr<std::optional<v1::Booking>> placement =
+      occupancy::FindActivePlacement(tx, p, req.device_id());
+  if (!placement.ok()) return placement.status();
+  if (!placement->has_value()) {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_NOT_PLACED,
+                 "the device has no active placement to move from")
+        .Meta("device_id", req.device_id());
+  }
+  Route route;
+  route.source = **std::move(placement);
+  std::optional<RackRow> source_rack = FindRack(tx, p.org_id, route.source.rack_id());
+  if (!source_rack) return Internal("the source placement's rack is not readable");
+  route.source_site_id = source_rack->site_id;
+  // Only existence and ownership here. Same site is the CHECK moves_same_site's decision
+  // (InsertMove turns it into CROSS_SITE_MOVE); occupancy and bounds are the booking path's.
+  std::optional<RackRow> destination_rack = FindRack(tx, p.org_id, req.destination_rack_id());
+  if (!destination_rack) return NotFound("rack", req.destination_rack_id());
+  route.destination_site_id = destination_rack->site_id;
+  return route;
+}
+
+// What the preflight found, kept with the move; the checks in the order StartMove makes them.
+v1::MovePreflight PreflightOf(const DeviceRow& device, const Route& route,
+                              const v1::StartMoveRequest& req) {
+  v1::MovePreflight preflight;
+  preflight.set_process_state(device.process_state);
+  v1::MovePreflight::Source& source = *preflight.mutable_source();
+  source.set_booking_id(route.source.id());
+  source.set_rack_id(route.source.rack_id());
+  source.set_site_id(route.source_site_id);
+  for (const v1::Slot& slot : route.source.slots()) {
+    v1::MovePreflight::SourceSlot& kept = *source.add_slots();
+    kept.set_side(occupancy::SideName(slot.side()));
+    kept.set_unit(slot.unit());
+  }
+  v1::MovePreflight::Destination& destination = *preflight.mutable_destination();
+  destination.set_rack_id(req.destination_rack_id());
+  destination.set_side(occupancy::SideName(req.destination_side()));
+  destination.set_unit(req.destination_unit());
+  for (const char* check : {"device_in_organization", "not_in_transit", "no_open_move",
+                            "device_placed", "destination_rack_in_organization"}) {
+    preflight.add_checks(check);
+  }
+  return preflight;
+}
+
+// Inserts the move and its job, without the hold yet. Returns the move's id, or the schema's
+// readable refusal (CROSS_SITE_MOVE, MOVE_ALREADY_OPEN).
+absl::StatusOr<std::string> InsertStartedMove(pqxx::transaction_base& tx, const Principal& p,
+                                              const v1::StartMoveRequest& req, MoveState initial,
+                                              const Route& route, v1::MovePreflight preflight) {
+  NewMove move;
+  move.org_id = p.org_id;
+  move.device_id = req.device_id();
+  move.source_site_id = route.source_site_id;
+  move.source_rack_id = route.source.rack_id();
+  move.source_booking_id = route.source.id();
+  move.destination_site_id = route.destination_site_id;
+  move.destination_rack_id = req.destination_rack_id();
+  move.destination_side = occupancy::SideName(req.destination_side());
+  move.destination_unit = req.destination_unit();
+  move.state = initial;
+  move.preflight = std::move(preflight);
+  move.job_id = InsertJob(tx, p.org_id, "move", absl::StrCat("device ", req.device_id()));
+  move.note = req.note();
+  move.actor = p.Actor();
+  return InsertMove(tx, move);
+}
+
+// The new move's first event and history row: the machine is still at its source placement.
+void RecordStart(pqxx::transaction_base& tx, const Principal& p, const MoveRecord& m,
+                 const v1::Booking& source, const std::string& note) {
+  AppendEvent(tx, p.org_id, m.id, std::nullopt, m.state, "", note, p.Actor());
+  AppendLocation(tx, LocationAt(p, m, m.state, source.rack_id(), &source, note));
+}
+
 }  // namespace
 
 absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest& req,
                                   v1::Move* out, bool* replayed) {
-  if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
-  if (absl::Status s = CheckId("destination_rack_id", req.destination_rack_id()); !s.ok()) {
-    return s;
-  }
-  if (req.destination_side() != v1::SIDE_FRONT && req.destination_side() != v1::SIDE_REAR) {
-    return InvalidInput("destination_side", "must be SIDE_FRONT or SIDE_REAR");
-  }
-  if (absl::Status s = CheckText("note", req.note(), kMaxNoteLength, false); !s.ok()) return s;
+  DCL_RETURN_IF_ERROR(CheckStartMoveRequest(req));
   const MoveState initial = req.as_draft() ? MoveState::kDraft : MoveState::kPlanned;
-  const std::string side = occupancy::SideName(req.destination_side());
 
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     // The claim first: a concurrent retry with the same id waits here, before any lock below.
@@ -302,47 +381,10 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
           .Meta("device_id", req.device_id())
           .Meta("move_id", *open);
     }
-    absl::StatusOr<std::optional<v1::Booking>> placement =
-        occupancy::FindActivePlacement(tx, p, req.device_id());
-    if (!placement.ok()) return placement.status();
-    if (!placement->has_value()) {
-      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_NOT_PLACED,
-                   "the device has no active placement to move from")
-          .Meta("device_id", req.device_id());
-    }
-    const v1::Booking& source = **placement;
-    std::optional<RackRow> source_rack = FindRack(tx, p.org_id, source.rack_id());
-    if (!source_rack) return Internal("the source placement's rack is not readable");
-    // Only existence and ownership here. Same site is the CHECK moves_same_site's decision
-    // (InsertMove turns it into CROSS_SITE_MOVE); occupancy and bounds are the booking path's.
-    std::optional<RackRow> destination_rack = FindRack(tx, p.org_id, req.destination_rack_id());
-    if (!destination_rack) return NotFound("rack", req.destination_rack_id());
-
-    const std::string preflight =
-        absl::StrCat("{\"process_state\":\"", JsonEscape(dev.process_state), "\",\"source\":{",
-                     "\"booking_id\":\"", source.id(), "\",\"rack_id\":\"", source.rack_id(),
-                     "\",\"site_id\":\"", source_rack->site_id, "\",\"slots\":", SlotsJson(source),
-                     "},", "\"destination\":{\"rack_id\":\"", req.destination_rack_id(),
-                     "\",\"side\":\"", side, "\",\"unit\":", req.destination_unit(), "},",
-                     "\"checks\":[\"device_in_organization\",\"not_in_transit\",\"no_open_move\","
-                     "\"device_placed\",\"destination_rack_in_organization\"]}");
-
-    NewMove move;
-    move.org_id = p.org_id;
-    move.device_id = req.device_id();
-    move.source_site_id = source_rack->site_id;
-    move.source_rack_id = source.rack_id();
-    move.source_booking_id = source.id();
-    move.destination_site_id = destination_rack->site_id;
-    move.destination_rack_id = req.destination_rack_id();
-    move.destination_side = side;
-    move.destination_unit = req.destination_unit();
-    move.state = initial;
-    move.preflight_json = preflight;
-    move.job_id = InsertJob(tx, p.org_id, "move", absl::StrCat("device ", req.device_id()));
-    move.note = req.note();
-    move.actor = p.Actor();
-    absl::StatusOr<std::string> move_id = InsertMove(tx, move);
+    absl::StatusOr<Route> route = FindRoute(tx, p, req);
+    if (!route.ok()) return route.status();
+    absl::StatusOr<std::string> move_id =
+        InsertStartedMove(tx, p, req, initial, *route, PreflightOf(dev, *route, req));
     if (!move_id.ok()) return move_id.status();
 
     // The move hold, through the one booking write path: an occupied destination comes back
@@ -364,8 +406,7 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
 
     absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
     if (!m.ok()) return m.status();
-    AppendEvent(tx, p.org_id, *move_id, std::nullopt, initial, "", req.note(), p.Actor());
-    AppendLocation(tx, LocationAt(p, *m, initial, source.rack_id(), &source, req.note()));
+    RecordStart(tx, p, *m, route->source, req.note());
     *out = ToProto(*m);
     return request_ledger::Finish(tx, *claim, *out);
   });

@@ -1,5 +1,7 @@
 #include "services/moves/move_store.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <array>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +47,21 @@ MoveRecord ReadMove(const pqxx::row& row) {
   m.created_by = row[17].as<std::string>();
   m.updated_by = row[18].as<std::string>();
   return m;
+}
+
+// The preflight as moves.preflight stores it and Move.preflight_json returns it: protobuf's JSON
+// mapping with the .proto field names, a zero unit or an empty text written out rather than
+// left away (readers such as RestoreProcessState look keys up by these names).
+absl::StatusOr<std::string> PreflightJson(const v1::MovePreflight& preflight) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  const auto printed = google::protobuf::util::MessageToJsonString(preflight, &json, options);
+  if (!printed.ok()) {
+    return Internal(absl::StrCat("the preflight has no JSON form: ", printed.ToString()));
+  }
+  return json;
 }
 
 // libpqxx 6.4 has no parameter traits for std::optional: a null `const char*` is SQL NULL.
@@ -148,6 +165,8 @@ void FinishJob(pqxx::transaction_base& tx, const std::string& job_id, const std:
 }
 
 absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove& m) {
+  absl::StatusOr<std::string> preflight = PreflightJson(m.preflight);
+  if (!preflight.ok()) return preflight.status();
   GuardedResult r = GuardedExec(
       tx,
       "INSERT INTO moves (org_id, device_id, source_site_id, source_rack_id, source_booking_id, "
@@ -157,7 +176,7 @@ absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove
       "$1[10], $1[11]::jsonb, $1[12]::uuid, $1[13], $1[14], $1[14]) RETURNING id::text",
       {m.org_id, m.device_id, m.source_site_id, m.source_rack_id, m.source_booking_id,
        m.destination_site_id, m.destination_rack_id, m.destination_side,
-       absl::StrCat(m.destination_unit), std::string(StateName(m.state)), m.preflight_json,
+       absl::StrCat(m.destination_unit), std::string(StateName(m.state)), *preflight,
        m.job_id.empty() ? std::nullopt : std::optional<std::string>(m.job_id), m.note, m.actor});
   if (!r.violated()) {
     if (!r.returned) return Internal("move insert returned no id");

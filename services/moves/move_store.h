@@ -109,7 +109,7 @@ struct NewMove {
   std::string destination_side;
   int destination_unit = 0;
   MoveState state = MoveState::kPlanned;
-  std::string preflight_json;
+  v1::MovePreflight preflight;  // stored as JSON (Move.preflight_json)
   std::string job_id;
   std::string note;
   std::string actor;
