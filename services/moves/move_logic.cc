@@ -141,73 +141,83 @@ absl::Status RestoreProcessState(pqxx::transaction_base& tx, const Principal& p,
   return absl::OkStatus();
 }
 
-// Applies the side effects of m.state → target and records the change. Runs inside the
-// caller's transaction with the device and the move locked.
-absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, const MoveRecord& m,
-                             MoveState target, Observation observation, const std::string& note) {
+// The history row for `m` after it reached `state`, at its source placement: where the
+// machine is recorded until the move completes.
+absl::StatusOr<LocationRow> AtSource(pqxx::transaction_base& tx, const Principal& p,
+                                     const MoveRecord& m, MoveState state,
+                                     const std::string& note) {
+  absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+  if (!source.ok()) return source.status();
+  return LocationAt(p, m, state, m.source_rack_id, &*source, note);
+}
+
+// The side effects of completing `m`; returns the history row at the destination.
+absl::StatusOr<LocationRow> Complete(pqxx::transaction_base& tx, const Principal& p,
+                                     const MoveRecord& m, const std::string& why,
+                                     const std::string& note) {
+  // Release the old placement first: the device index allows one active placement per
+  // device, and the promotion below makes the hold one. Both in this transaction, and the
+  // destination's slot rows are never touched: it is never free.
+  // A source placement somebody already released (ReleaseBooking while the machine was
+  // on its way) has nothing left to release; the machine is at the destination all the same.
+  absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+  if (!source.ok()) return source.status();
+  if (!source->has_released_at()) {
+    absl::StatusOr<v1::Booking> released =
+        occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
+    if (!released.ok()) return released.status();
+  }
+  absl::StatusOr<v1::Booking> placement = occupancy::PromoteMoveHold(tx, p, m.move_hold_booking_id);
+  if (!placement.ok()) return placement.status();
+  DCL_RETURN_IF_ERROR(RestoreProcessState(tx, p, m));
+  FinishJob(tx, m.job_id, "succeeded");
+  return LocationAt(p, m, MoveState::kCompleted, m.destination_rack_id, &*placement, note);
+}
+
+// The side effects of m.state → target, and the history row for the new state.
+absl::StatusOr<LocationRow> TransitionEffects(pqxx::transaction_base& tx, const Principal& p,
+                                              const MoveRecord& m, MoveState target,
+                                              const std::string& note) {
   const std::string why = absl::StrCat("move ", m.id, " ", StateName(target));
-  LocationRow location;
   switch (target) {
-    case MoveState::kCompleted: {
-      // Release the old placement first: the device index allows one active placement per
-      // device, and the promotion below makes the hold one. Both in this transaction, and the
-      // destination's slot rows are never touched: it is never free.
-      // A source placement somebody already released (ReleaseBooking while the machine was
-      // on its way) has nothing left to release; the machine is at the destination all the same.
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      if (!source->has_released_at()) {
-        absl::StatusOr<v1::Booking> released =
-            occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
-        if (!released.ok()) return released.status();
-      }
-      absl::StatusOr<v1::Booking> placement =
-          occupancy::PromoteMoveHold(tx, p, m.move_hold_booking_id);
-      if (!placement.ok()) return placement.status();
-      if (absl::Status s = RestoreProcessState(tx, p, m); !s.ok()) return s;
-      FinishJob(tx, m.job_id, "succeeded");
-      location = LocationAt(p, m, target, m.destination_rack_id, &*placement, note);
-      break;
-    }
+    case MoveState::kCompleted:
+      return Complete(tx, p, m, why, note);
     case MoveState::kFailed:
     case MoveState::kCancelled: {
       absl::StatusOr<v1::Booking> released =
           occupancy::ReleaseBooking(tx, p, m.move_hold_booking_id, why);
       if (!released.ok()) return released.status();
-      if (absl::Status s = RestoreProcessState(tx, p, m); !s.ok()) return s;
+      DCL_RETURN_IF_ERROR(RestoreProcessState(tx, p, m));
       FinishJob(tx, m.job_id, target == MoveState::kFailed ? "failed" : "cancelled");
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
-      break;
-    }
-    case MoveState::kInProgress: {
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
-      break;
+      return AtSource(tx, p, m, target, note);
     }
     case MoveState::kNeedsReconcile:
       // Nobody knows where the machine is: the history says so instead of guessing. Both
       // bookings stay active (kDestinationRules: the destination stays held).
-      location = LocationAt(p, m, target, "", nullptr, note);
-      break;
+      return LocationAt(p, m, target, "", nullptr, note);
+    case MoveState::kInProgress:
     case MoveState::kDraft:
     case MoveState::kPlanned:
     case MoveState::kApproved:
-    case MoveState::kAwaitingVerification: {
-      // Paperwork, or work reported but not verified: the recorded position is unchanged.
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
-      break;
-    }
+    case MoveState::kAwaitingVerification:
+      // On its way, paperwork, or work reported but not verified: the recorded position is
+      // unchanged.
+      return AtSource(tx, p, m, target, note);
     case MoveState::kCount:
-      return Internal("no such move state");
+      break;
   }
+  return Internal("no such move state");
+}
+
+// Applies the side effects of m.state → target and records the change. Runs inside the
+// caller's transaction with the device and the move locked.
+absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, const MoveRecord& m,
+                             MoveState target, Observation observation, const std::string& note) {
+  absl::StatusOr<LocationRow> location = TransitionEffects(tx, p, m, target, note);
+  if (!location.ok()) return location.status();
   UpdateState(tx, m.id, target, p.Actor());
   AppendEvent(tx, p.org_id, m.id, m.state, target, ObservationName(observation), note, p.Actor());
-  AppendLocation(tx, location);
+  AppendLocation(tx, *location);
   return absl::OkStatus();
 }
 
@@ -348,6 +358,52 @@ void RecordStart(pqxx::transaction_base& tx, const Principal& p, const MoveRecor
                  const v1::Booking& source, const std::string& note) {
   AppendEvent(tx, p.org_id, m.id, std::nullopt, m.state, "", note, p.Actor());
   AppendLocation(tx, LocationAt(p, m, m.state, source.rack_id(), &source, note));
+}
+
+// CorrectLocation's input, checked before any transaction: an unknown position names nothing, a
+// known one a rack and a unit range (checked against the rack by PlaceCorrection).
+absl::Status CheckCorrectLocationRequest(const v1::CorrectLocationRequest& req) {
+  if (req.corrects_id() <= 0) {
+    return InvalidInput("corrects_id", "must name a row of the device's location history");
+  }
+  DCL_RETURN_IF_ERROR(CheckText("reason", req.reason(), kMaxNoteLength, true));
+  if (req.position_unknown()) {
+    if (!req.rack_id().empty() || req.side() != v1::SIDE_UNSPECIFIED || req.first_unit() != 0 ||
+        req.last_unit() != 0) {
+      return InvalidInput("position_unknown", "an unknown position names no rack, side or units");
+    }
+    return absl::OkStatus();
+  }
+  DCL_RETURN_IF_ERROR(CheckId("rack_id", req.rack_id()));
+  if (req.side() != v1::SIDE_UNSPECIFIED && req.side() != v1::SIDE_FRONT &&
+      req.side() != v1::SIDE_REAR) {
+    return InvalidInput("side", "must be SIDE_FRONT, SIDE_REAR or unspecified (both sides)");
+  }
+  if (req.last_unit() < req.first_unit()) {
+    return InvalidInput("last_unit", "must not be below first_unit (lowest number first)");
+  }
+  return absl::OkStatus();
+}
+
+// Sets the correction's position to the request's rack, side and units, once the rack is the
+// organization's and has those units and that side.
+absl::Status PlaceCorrection(pqxx::transaction_base& tx, const Principal& p,
+                             const v1::CorrectLocationRequest& req, LocationRow* row) {
+  std::optional<RackRow> rack = FindRack(tx, p.org_id, req.rack_id());
+  if (!rack) return NotFound("rack", req.rack_id());
+  const std::string units =
+      absl::StrCat("the rack's units are ", rack->lowest_unit, " to ", rack->highest_unit);
+  if (req.first_unit() < rack->lowest_unit) return InvalidInput("first_unit", units);
+  if (req.last_unit() > rack->highest_unit) return InvalidInput("last_unit", units);
+  if (req.side() == v1::SIDE_REAR && !rack->has_rear) {
+    return InvalidInput("side", "the rack has no rear");
+  }
+  row->site_id = rack->site_id;
+  row->rack_id = req.rack_id();
+  row->side = req.side() == v1::SIDE_UNSPECIFIED ? "" : occupancy::SideName(req.side());
+  row->first_unit = req.first_unit();
+  row->last_unit = req.last_unit();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -522,26 +578,7 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
 
 absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
                                         v1::LocationRecord* out, bool* replayed) {
-  if (req.corrects_id() <= 0) {
-    return InvalidInput("corrects_id", "must name a row of the device's location history");
-  }
-  if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, true); !s.ok()) return s;
-  const bool known = !req.position_unknown();
-  if (!known) {
-    if (!req.rack_id().empty() || req.side() != v1::SIDE_UNSPECIFIED || req.first_unit() != 0 ||
-        req.last_unit() != 0) {
-      return InvalidInput("position_unknown", "an unknown position names no rack, side or units");
-    }
-  } else {
-    if (absl::Status s = CheckId("rack_id", req.rack_id()); !s.ok()) return s;
-    if (req.side() != v1::SIDE_UNSPECIFIED && req.side() != v1::SIDE_FRONT &&
-        req.side() != v1::SIDE_REAR) {
-      return InvalidInput("side", "must be SIDE_FRONT, SIDE_REAR or unspecified (both sides)");
-    }
-    if (req.last_unit() < req.first_unit()) {
-      return InvalidInput("last_unit", "must not be below first_unit (lowest number first)");
-    }
-  }
+  DCL_RETURN_IF_ERROR(CheckCorrectLocationRequest(req));
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     absl::StatusOr<request_ledger::Claim> claim =
         request_ledger::Begin(tx, p.org_id, Rpc::kCorrectLocation, req.request_id(), req);
@@ -563,28 +600,7 @@ absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLoc
     row.corrects_id = corrected->id;
     row.note = req.reason();
     row.actor = p.Actor();
-    if (known) {
-      std::optional<RackRow> rack = FindRack(tx, p.org_id, req.rack_id());
-      if (!rack) return NotFound("rack", req.rack_id());
-      const int lowest = rack->lowest_unit;
-      const int highest = rack->highest_unit;
-      if (req.first_unit() < lowest) {
-        return InvalidInput("first_unit",
-                            absl::StrCat("the rack's units are ", lowest, " to ", highest));
-      }
-      if (req.last_unit() > highest) {
-        return InvalidInput("last_unit",
-                            absl::StrCat("the rack's units are ", lowest, " to ", highest));
-      }
-      if (req.side() == v1::SIDE_REAR && !rack->has_rear) {
-        return InvalidInput("side", "the rack has no rear");
-      }
-      row.site_id = rack->site_id;
-      row.rack_id = req.rack_id();
-      row.side = req.side() == v1::SIDE_UNSPECIFIED ? "" : occupancy::SideName(req.side());
-      row.first_unit = req.first_unit();
-      row.last_unit = req.last_unit();
-    }
+    if (!req.position_unknown()) DCL_RETURN_IF_ERROR(PlaceCorrection(tx, p, req, &row));
     const int64_t id = AppendLocation(tx, row);
     std::optional<LocationRecordRow> appended = LoadLocation(tx, p.org_id, id);
     if (!appended) return Internal("the appended correction is not readable");
