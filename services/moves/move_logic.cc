@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "services/common/db_errors.h"
-#include "services/common/logging.h"
 #include "services/common/metrics.h"
 #include "services/common/page_token.h"
 #include "services/common/request_ledger.h"
@@ -91,15 +90,6 @@ Position PositionOf(const v1::Booking& booking) {
   return pos;
 }
 
-std::string SlotsJson(const v1::Booking& booking) {
-  std::vector<std::string> slots;
-  for (const v1::Slot& slot : booking.slots()) {
-    slots.push_back(absl::StrCat("{\"side\":\"", occupancy::SideName(slot.side()),
-                                 "\",\"unit\":", slot.unit(), "}"));
-  }
-  return absl::StrCat("[", absl::StrJoin(slots, ","), "]");
-}
-
 // The end of a watch the client abandoned: nobody reads this status, but the gate logs it, and
 // it is not an internal error.
 absl::Status Cancelled(const std::string& message) {
@@ -158,73 +148,83 @@ absl::Status RestoreProcessState(pqxx::transaction_base& tx, const Principal& p,
   return absl::OkStatus();
 }
 
-// Applies the side effects of m.state → target and records the change. Runs inside the
-// caller's transaction with the device and the move locked.
-absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, const MoveRecord& m,
-                             MoveState target, Observation observation, const std::string& note) {
+// The history row for `m` after it reached `state`, at its source placement: where the
+// machine is recorded until the move completes.
+absl::StatusOr<LocationRow> AtSource(pqxx::transaction_base& tx, const Principal& p,
+                                     const MoveRecord& m, MoveState state,
+                                     const std::string& note) {
+  absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+  if (!source.ok()) return source.status();
+  return LocationAt(p, m, state, m.source_rack_id, &*source, note);
+}
+
+// The side effects of completing `m`; returns the history row at the destination.
+absl::StatusOr<LocationRow> Complete(pqxx::transaction_base& tx, const Principal& p,
+                                     const MoveRecord& m, const std::string& why,
+                                     const std::string& note) {
+  // Release the old placement first: the device index allows one active placement per
+  // device, and the promotion below makes the hold one. Both in this transaction, and the
+  // destination's slot rows are never touched: it is never free.
+  // A source placement somebody already released (ReleaseBooking while the machine was
+  // on its way) has nothing left to release; the machine is at the destination all the same.
+  absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
+  if (!source.ok()) return source.status();
+  if (!source->has_released_at()) {
+    absl::StatusOr<v1::Booking> released =
+        occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
+    if (!released.ok()) return released.status();
+  }
+  absl::StatusOr<v1::Booking> placement = occupancy::PromoteMoveHold(tx, p, m.move_hold_booking_id);
+  if (!placement.ok()) return placement.status();
+  DCL_RETURN_IF_ERROR(RestoreProcessState(tx, p, m));
+  FinishJob(tx, m.job_id, "succeeded");
+  return LocationAt(p, m, MoveState::kCompleted, m.destination_rack_id, &*placement, note);
+}
+
+// The side effects of m.state → target, and the history row for the new state.
+absl::StatusOr<LocationRow> TransitionEffects(pqxx::transaction_base& tx, const Principal& p,
+                                              const MoveRecord& m, MoveState target,
+                                              const std::string& note) {
   const std::string why = absl::StrCat("move ", m.id, " ", StateName(target));
-  LocationRow location;
   switch (target) {
-    case MoveState::kCompleted: {
-      // Release the old placement first: the device index allows one active placement per
-      // device, and the promotion below makes the hold one. Both in this transaction, and the
-      // destination's slot rows are never touched: it is never free.
-      // A source placement somebody already released (ReleaseBooking while the machine was
-      // on its way) has nothing left to release; the machine is at the destination all the same.
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      if (!source->has_released_at()) {
-        absl::StatusOr<v1::Booking> released =
-            occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
-        if (!released.ok()) return released.status();
-      }
-      absl::StatusOr<v1::Booking> placement =
-          occupancy::PromoteMoveHold(tx, p, m.move_hold_booking_id);
-      if (!placement.ok()) return placement.status();
-      if (absl::Status s = RestoreProcessState(tx, p, m); !s.ok()) return s;
-      FinishJob(tx, m.job_id, "succeeded");
-      location = LocationAt(p, m, target, m.destination_rack_id, &*placement, note);
-      break;
-    }
+    case MoveState::kCompleted:
+      return Complete(tx, p, m, why, note);
     case MoveState::kFailed:
     case MoveState::kCancelled: {
       absl::StatusOr<v1::Booking> released =
           occupancy::ReleaseBooking(tx, p, m.move_hold_booking_id, why);
       if (!released.ok()) return released.status();
-      if (absl::Status s = RestoreProcessState(tx, p, m); !s.ok()) return s;
+      DCL_RETURN_IF_ERROR(RestoreProcessState(tx, p, m));
       FinishJob(tx, m.job_id, target == MoveState::kFailed ? "failed" : "cancelled");
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
-      break;
-    }
-    case MoveState::kInProgress: {
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
-      break;
+      return AtSource(tx, p, m, target, note);
     }
     case MoveState::kNeedsReconcile:
       // Nobody knows where the machine is: the history says so instead of guessing. Both
       // bookings stay active (kDestinationRules: the destination stays held).
-      location = LocationAt(p, m, target, "", nullptr, note);
-      break;
+      return LocationAt(p, m, target, "", nullptr, note);
+    case MoveState::kInProgress:
     case MoveState::kDraft:
     case MoveState::kPlanned:
     case MoveState::kApproved:
-    case MoveState::kAwaitingVerification: {
-      // Paperwork, or work reported but not verified: the recorded position is unchanged.
-      absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
-      if (!source.ok()) return source.status();
-      location = LocationAt(p, m, target, m.source_rack_id, &*source, note);
-      break;
-    }
+    case MoveState::kAwaitingVerification:
+      // On its way, paperwork, or work reported but not verified: the recorded position is
+      // unchanged.
+      return AtSource(tx, p, m, target, note);
     case MoveState::kCount:
-      return Internal("no such move state");
+      break;
   }
+  return Internal("no such move state");
+}
+
+// Applies the side effects of m.state → target and records the change. Runs inside the
+// caller's transaction with the device and the move locked.
+absl::Status ApplyTransition(pqxx::transaction_base& tx, const Principal& p, const MoveRecord& m,
+                             MoveState target, Observation observation, const std::string& note) {
+  absl::StatusOr<LocationRow> location = TransitionEffects(tx, p, m, target, note);
+  if (!location.ok()) return location.status();
   UpdateState(tx, m.id, target, p.Actor());
   AppendEvent(tx, p.org_id, m.id, m.state, target, ObservationName(observation), note, p.Actor());
-  AppendLocation(tx, location);
+  AppendLocation(tx, *location);
   return absl::OkStatus();
 }
 
@@ -270,20 +270,155 @@ absl::Status Advance(DbPool& pool, const Principal& p, const std::string& move_i
   });
 }
 
+// StartMove's input, checked before any transaction.
+absl::Status CheckStartMoveRequest(const v1::StartMoveRequest& req) {
+  DCL_RETURN_IF_ERROR(CheckId("device_id", req.device_id()));
+  DCL_RETURN_IF_ERROR(CheckId("destination_rack_id", req.destination_rack_id()));
+  if (req.destination_side() != v1::SIDE_FRONT && req.destination_side() != v1::SIDE_REAR) {
+    return InvalidInput("destination_side", "must be SIDE_FRONT or SIDE_REAR");
+  }
+  return CheckText("note", req.note(), kMaxNoteLength, false);
+}
+
+// Where a move goes from and to, as the preflight finds it.
+struct Route {
+  v1::Booking source;  // the device's active placement
+  std::string source_site_id;
+  std::string destination_site_id;
+};
+
+// The preflight's reads after the device lock: the placement the move starts from and the sites
+// of both racks.
+absl::StatusOr<Route> FindRoute(pqxx::transaction_base& tx, const Principal& p,
+                                const v1::StartMoveRequest& req) {
+  absl::StatusOr<std::optional<v1::Booking>> placement =
+      occupancy::FindActivePlacement(tx, p, req.device_id());
+  if (!placement.ok()) return placement.status();
+  if (!placement->has_value()) {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_NOT_PLACED,
+                 "the device has no active placement to move from")
+        .Meta("device_id", req.device_id());
+  }
+  Route route;
+  route.source = **std::move(placement);
+  std::optional<RackRow> source_rack = FindRack(tx, p.org_id, route.source.rack_id());
+  if (!source_rack) return Internal("the source placement's rack is not readable");
+  route.source_site_id = source_rack->site_id;
+  // Only existence and ownership here. Same site is the CHECK moves_same_site's decision
+  // (InsertMove turns it into CROSS_SITE_MOVE); occupancy and bounds are the booking path's.
+  std::optional<RackRow> destination_rack = FindRack(tx, p.org_id, req.destination_rack_id());
+  if (!destination_rack) return NotFound("rack", req.destination_rack_id());
+  route.destination_site_id = destination_rack->site_id;
+  return route;
+}
+
+// What the preflight found, kept with the move; the checks in the order StartMove makes them.
+v1::MovePreflight PreflightOf(const DeviceRow& device, const Route& route,
+                              const v1::StartMoveRequest& req) {
+  v1::MovePreflight preflight;
+  preflight.set_process_state(device.process_state);
+  v1::MovePreflight::Source& source = *preflight.mutable_source();
+  source.set_booking_id(route.source.id());
+  source.set_rack_id(route.source.rack_id());
+  source.set_site_id(route.source_site_id);
+  for (const v1::Slot& slot : route.source.slots()) {
+    v1::MovePreflight::SourceSlot& kept = *source.add_slots();
+    kept.set_side(occupancy::SideName(slot.side()));
+    kept.set_unit(slot.unit());
+  }
+  v1::MovePreflight::Destination& destination = *preflight.mutable_destination();
+  destination.set_rack_id(req.destination_rack_id());
+  destination.set_side(occupancy::SideName(req.destination_side()));
+  destination.set_unit(req.destination_unit());
+  for (const char* check : {"device_in_organization", "not_in_transit", "no_open_move",
+                            "device_placed", "destination_rack_in_organization"}) {
+    preflight.add_checks(check);
+  }
+  return preflight;
+}
+
+// Inserts the move and its job, without the hold yet. Returns the move's id, or the schema's
+// readable refusal (CROSS_SITE_MOVE, MOVE_ALREADY_OPEN).
+absl::StatusOr<std::string> InsertStartedMove(pqxx::transaction_base& tx, const Principal& p,
+                                              const v1::StartMoveRequest& req, MoveState initial,
+                                              const Route& route, v1::MovePreflight preflight) {
+  NewMove move;
+  move.org_id = p.org_id;
+  move.device_id = req.device_id();
+  move.source_site_id = route.source_site_id;
+  move.source_rack_id = route.source.rack_id();
+  move.source_booking_id = route.source.id();
+  move.destination_site_id = route.destination_site_id;
+  move.destination_rack_id = req.destination_rack_id();
+  move.destination_side = occupancy::SideName(req.destination_side());
+  move.destination_unit = req.destination_unit();
+  move.state = initial;
+  move.preflight = std::move(preflight);
+  move.job_id = InsertJob(tx, p.org_id, "move", absl::StrCat("device ", req.device_id()));
+  move.note = req.note();
+  move.actor = p.Actor();
+  return InsertMove(tx, move);
+}
+
+// The new move's first event and history row: the machine is still at its source placement.
+void RecordStart(pqxx::transaction_base& tx, const Principal& p, const MoveRecord& m,
+                 const v1::Booking& source, const std::string& note) {
+  AppendEvent(tx, p.org_id, m.id, std::nullopt, m.state, "", note, p.Actor());
+  AppendLocation(tx, LocationAt(p, m, m.state, source.rack_id(), &source, note));
+}
+
+// CorrectLocation's input, checked before any transaction: an unknown position names nothing, a
+// known one a rack and a unit range (checked against the rack by PlaceCorrection).
+absl::Status CheckCorrectLocationRequest(const v1::CorrectLocationRequest& req) {
+  if (req.corrects_id() <= 0) {
+    return InvalidInput("corrects_id", "must name a row of the device's location history");
+  }
+  DCL_RETURN_IF_ERROR(CheckText("reason", req.reason(), kMaxNoteLength, true));
+  if (req.position_unknown()) {
+    if (!req.rack_id().empty() || req.side() != v1::SIDE_UNSPECIFIED || req.first_unit() != 0 ||
+        req.last_unit() != 0) {
+      return InvalidInput("position_unknown", "an unknown position names no rack, side or units");
+    }
+    return absl::OkStatus();
+  }
+  DCL_RETURN_IF_ERROR(CheckId("rack_id", req.rack_id()));
+  if (req.side() != v1::SIDE_UNSPECIFIED && req.side() != v1::SIDE_FRONT &&
+      req.side() != v1::SIDE_REAR) {
+    return InvalidInput("side", "must be SIDE_FRONT, SIDE_REAR or unspecified (both sides)");
+  }
+  if (req.last_unit() < req.first_unit()) {
+    return InvalidInput("last_unit", "must not be below first_unit (lowest number first)");
+  }
+  return absl::OkStatus();
+}
+
+// Sets the correction's position to the request's rack, side and units, once the rack is the
+// organization's and has those units and that side.
+absl::Status PlaceCorrection(pqxx::transaction_base& tx, const Principal& p,
+                             const v1::CorrectLocationRequest& req, LocationRow* row) {
+  std::optional<RackRow> rack = FindRack(tx, p.org_id, req.rack_id());
+  if (!rack) return NotFound("rack", req.rack_id());
+  const std::string units =
+      absl::StrCat("the rack's units are ", rack->lowest_unit, " to ", rack->highest_unit);
+  if (req.first_unit() < rack->lowest_unit) return InvalidInput("first_unit", units);
+  if (req.last_unit() > rack->highest_unit) return InvalidInput("last_unit", units);
+  if (req.side() == v1::SIDE_REAR && !rack->has_rear) {
+    return InvalidInput("side", "the rack has no rear");
+  }
+  row->site_id = rack->site_id;
+  row->rack_id = req.rack_id();
+  row->side = req.side() == v1::SIDE_UNSPECIFIED ? "" : occupancy::SideName(req.side());
+  row->first_unit = req.first_unit();
+  row->last_unit = req.last_unit();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest& req,
                                   v1::Move* out, bool* replayed) {
-  if (absl::Status s = CheckId("device_id", req.device_id()); !s.ok()) return s;
-  if (absl::Status s = CheckId("destination_rack_id", req.destination_rack_id()); !s.ok()) {
-    return s;
-  }
-  if (req.destination_side() != v1::SIDE_FRONT && req.destination_side() != v1::SIDE_REAR) {
-    return InvalidInput("destination_side", "must be SIDE_FRONT or SIDE_REAR");
-  }
-  if (absl::Status s = CheckText("note", req.note(), kMaxNoteLength, false); !s.ok()) return s;
+  DCL_RETURN_IF_ERROR(CheckStartMoveRequest(req));
   const MoveState initial = req.as_draft() ? MoveState::kDraft : MoveState::kPlanned;
-  const std::string side = occupancy::SideName(req.destination_side());
 
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     // The claim first: a concurrent retry with the same id waits here, before any lock below.
@@ -309,47 +444,10 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
           .Meta("device_id", req.device_id())
           .Meta("move_id", *open);
     }
-    absl::StatusOr<std::optional<v1::Booking>> placement =
-        occupancy::FindActivePlacement(tx, p, req.device_id());
-    if (!placement.ok()) return placement.status();
-    if (!placement->has_value()) {
-      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_NOT_PLACED,
-                   "the device has no active placement to move from")
-          .Meta("device_id", req.device_id());
-    }
-    const v1::Booking& source = **placement;
-    std::optional<std::string> source_site = RackSite(tx, p.org_id, source.rack_id());
-    if (!source_site) return Internal("the source placement's rack is not readable");
-    // Only existence and ownership here. Same site is the CHECK moves_same_site's decision
-    // (InsertMove turns it into CROSS_SITE_MOVE); occupancy and bounds are the booking path's.
-    std::optional<std::string> destination_site = RackSite(tx, p.org_id, req.destination_rack_id());
-    if (!destination_site) return NotFound("rack", req.destination_rack_id());
-
-    const std::string preflight =
-        absl::StrCat("{\"process_state\":\"", JsonEscape(dev.process_state), "\",\"source\":{",
-                     "\"booking_id\":\"", source.id(), "\",\"rack_id\":\"", source.rack_id(),
-                     "\",\"site_id\":\"", *source_site, "\",\"slots\":", SlotsJson(source), "},",
-                     "\"destination\":{\"rack_id\":\"", req.destination_rack_id(), "\",\"side\":\"",
-                     side, "\",\"unit\":", req.destination_unit(), "},",
-                     "\"checks\":[\"device_in_organization\",\"not_in_transit\",\"no_open_move\","
-                     "\"device_placed\",\"destination_rack_in_organization\"]}");
-
-    NewMove move;
-    move.org_id = p.org_id;
-    move.device_id = req.device_id();
-    move.source_site_id = *source_site;
-    move.source_rack_id = source.rack_id();
-    move.source_booking_id = source.id();
-    move.destination_site_id = *destination_site;
-    move.destination_rack_id = req.destination_rack_id();
-    move.destination_side = side;
-    move.destination_unit = req.destination_unit();
-    move.state = initial;
-    move.preflight_json = preflight;
-    move.job_id = InsertJob(tx, p.org_id, "move", absl::StrCat("device ", req.device_id()));
-    move.note = req.note();
-    move.actor = p.Actor();
-    absl::StatusOr<std::string> move_id = InsertMove(tx, move);
+    absl::StatusOr<Route> route = FindRoute(tx, p, req);
+    if (!route.ok()) return route.status();
+    absl::StatusOr<std::string> move_id =
+        InsertStartedMove(tx, p, req, initial, *route, PreflightOf(dev, *route, req));
     if (!move_id.ok()) return move_id.status();
 
     // The move hold, through the one booking write path: an occupied destination comes back
@@ -367,8 +465,7 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
 
     absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
     if (!m.ok()) return m.status();
-    AppendEvent(tx, p.org_id, *move_id, std::nullopt, initial, "", req.note(), p.Actor());
-    AppendLocation(tx, LocationAt(p, *m, initial, source.rack_id(), &source, req.note()));
+    RecordStart(tx, p, *m, route->source, req.note());
     *out = ToProto(*m);
     return request_ledger::Finish(tx, *claim, *out);
   });
@@ -442,9 +539,7 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
       DecodePageToken(req.page_token(), PageOrder::kSerialId);
   if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    if (tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
-                       req.device_id(), p.org_id)
-            .empty()) {
+    if (!DeviceInOrganization(tx, p.org_id, req.device_id())) {
       return NotFound("device", req.device_id());
     }
     Page<LocationRecordRow> page =
@@ -470,26 +565,7 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
 
 absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
                                         v1::LocationRecord* out, bool* replayed) {
-  if (req.corrects_id() <= 0) {
-    return InvalidInput("corrects_id", "must name a row of the device's location history");
-  }
-  if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, true); !s.ok()) return s;
-  const bool known = !req.position_unknown();
-  if (!known) {
-    if (!req.rack_id().empty() || req.side() != v1::SIDE_UNSPECIFIED || req.first_unit() != 0 ||
-        req.last_unit() != 0) {
-      return InvalidInput("position_unknown", "an unknown position names no rack, side or units");
-    }
-  } else {
-    if (absl::Status s = CheckId("rack_id", req.rack_id()); !s.ok()) return s;
-    if (req.side() != v1::SIDE_UNSPECIFIED && req.side() != v1::SIDE_FRONT &&
-        req.side() != v1::SIDE_REAR) {
-      return InvalidInput("side", "must be SIDE_FRONT, SIDE_REAR or unspecified (both sides)");
-    }
-    if (req.last_unit() < req.first_unit()) {
-      return InvalidInput("last_unit", "must not be below first_unit (lowest number first)");
-    }
-  }
+  DCL_RETURN_IF_ERROR(CheckCorrectLocationRequest(req));
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     absl::StatusOr<request_ledger::Claim> claim =
         request_ledger::Begin(tx, p.org_id, Rpc::kCorrectLocation, req.request_id(), req);
@@ -511,31 +587,7 @@ absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLoc
     row.corrects_id = corrected->id;
     row.note = req.reason();
     row.actor = p.Actor();
-    if (known) {
-      pqxx::result rack = tx.exec_params(
-          "SELECT site_id::text, first_unit, first_unit + unit_count - 1, has_rear FROM racks "
-          "WHERE id = $1::uuid AND org_id = $2::uuid",
-          req.rack_id(), p.org_id);
-      if (rack.empty()) return NotFound("rack", req.rack_id());
-      const int lowest = rack[0][1].as<int>();
-      const int highest = rack[0][2].as<int>();
-      if (req.first_unit() < lowest) {
-        return InvalidInput("first_unit",
-                            absl::StrCat("the rack's units are ", lowest, " to ", highest));
-      }
-      if (req.last_unit() > highest) {
-        return InvalidInput("last_unit",
-                            absl::StrCat("the rack's units are ", lowest, " to ", highest));
-      }
-      if (req.side() == v1::SIDE_REAR && !rack[0][3].as<bool>()) {
-        return InvalidInput("side", "the rack has no rear");
-      }
-      row.site_id = rack[0][0].as<std::string>();
-      row.rack_id = req.rack_id();
-      row.side = req.side() == v1::SIDE_UNSPECIFIED ? "" : occupancy::SideName(req.side());
-      row.first_unit = req.first_unit();
-      row.last_unit = req.last_unit();
-    }
+    if (!req.position_unknown()) DCL_RETURN_IF_ERROR(PlaceCorrection(tx, p, req, &row));
     const int64_t id = AppendLocation(tx, row);
     std::optional<LocationRecordRow> appended = LoadLocation(tx, p.org_id, id);
     if (!appended) return Internal("the appended correction is not readable");

@@ -1,5 +1,7 @@
 #include "services/moves/move_store.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <array>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +51,21 @@ MoveRecord ReadMove(const pqxx::row& row) {
   return m;
 }
 
+// The preflight as moves.preflight stores it and Move.preflight_json returns it: protobuf's JSON
+// mapping with the .proto field names, a zero unit or an empty text written out rather than
+// left away (kMoveColumns reads process_state back by that name, for RestoreProcessState).
+absl::StatusOr<std::string> PreflightJson(const v1::MovePreflight& preflight) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  const auto printed = google::protobuf::util::MessageToJsonString(preflight, &json, options);
+  if (!printed.ok()) {
+    return Internal(absl::StrCat("the preflight has no JSON form: ", printed.ToString()));
+  }
+  return json;
+}
+
 // libpqxx 6.4 has no parameter traits for std::optional: a null `const char*` is SQL NULL.
 const char* NullIfEmpty(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
 const char* OrNull(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
@@ -92,12 +109,22 @@ void SetProcessState(pqxx::transaction_base& tx, const std::string& device_id,
                  process_state);
 }
 
-std::optional<std::string> RackSite(pqxx::transaction_base& tx, const std::string& org_id,
-                                    const std::string& rack_id) {
+bool DeviceInOrganization(pqxx::transaction_base& tx, const std::string& org_id,
+                          const std::string& device_id) {
+  return !tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
+                         device_id, org_id)
+              .empty();
+}
+
+std::optional<RackRow> FindRack(pqxx::transaction_base& tx, const std::string& org_id,
+                                const std::string& rack_id) {
   pqxx::result r = tx.exec_params(
-      "SELECT site_id::text FROM racks WHERE id = $1::uuid AND org_id = $2::uuid", rack_id, org_id);
+      "SELECT site_id::text, first_unit, first_unit + unit_count - 1, has_rear FROM racks "
+      "WHERE id = $1::uuid AND org_id = $2::uuid",
+      rack_id, org_id);
   if (r.empty()) return std::nullopt;
-  return r[0][0].as<std::string>();
+  return RackRow{r[0][0].as<std::string>(), r[0][1].as<int>(), r[0][2].as<int>(),
+                 r[0][3].as<bool>()};
 }
 
 std::string InsertJob(pqxx::transaction_base& tx, const std::string& org_id,
@@ -119,6 +146,8 @@ void FinishJob(pqxx::transaction_base& tx, const std::string& job_id, const std:
 }
 
 absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove& m) {
+  absl::StatusOr<std::string> preflight = PreflightJson(m.preflight);
+  if (!preflight.ok()) return preflight.status();
   GuardedResult r = GuardedExec(
       tx,
       "INSERT INTO moves (org_id, device_id, source_site_id, source_rack_id, source_booking_id, "
@@ -128,7 +157,7 @@ absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove
       "$1[10], $1[11]::jsonb, $1[12]::uuid, $1[13], $1[14], $1[14]) RETURNING id::text",
       {m.org_id, m.device_id, m.source_site_id, m.source_rack_id, m.source_booking_id,
        m.destination_site_id, m.destination_rack_id, m.destination_side,
-       absl::StrCat(m.destination_unit), std::string(StateName(m.state)), m.preflight_json,
+       absl::StrCat(m.destination_unit), std::string(StateName(m.state)), *preflight,
        m.job_id.empty() ? std::nullopt : std::optional<std::string>(m.job_id), m.note, m.actor});
   if (!r.violated()) {
     if (!r.returned) return Internal("move insert returned no id");

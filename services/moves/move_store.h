@@ -1,6 +1,7 @@
 // Persistence of moves: the moves row, its event log (move_events, announced with NOTIFY by a
 // trigger in the same transaction), the append-only location history, the move's job, and the
-// device's process state. Every function runs inside the caller's transaction, so that
+// device's process state, with the reads of racks and devices the move logic needs; all SQL of
+// the move logic lives here. Every function runs inside the caller's transaction, so that
 // move_logic.cc can compose them with the occupancy booking write path (booking_store.h) in one
 // transaction. This file never writes bookings or booking_slots: the move hold, its promotion
 // and every release go through the booking store.
@@ -67,9 +68,19 @@ v1::MoveEvent ToProto(const std::string& move_id, const MoveEventRecord& event);
 void SetProcessState(pqxx::transaction_base& tx, const std::string& device_id,
                      const std::string& process_state);
 
-// The site of a rack of the organization, if it exists.
-std::optional<std::string> RackSite(pqxx::transaction_base& tx, const std::string& org_id,
-                                    const std::string& rack_id);
+// Whether the device exists in the organization (no lock: for reads about it).
+bool DeviceInOrganization(pqxx::transaction_base& tx, const std::string& org_id,
+                          const std::string& device_id);
+
+// A rack of the organization: its site and the units it has.
+struct RackRow {
+  std::string site_id;
+  int lowest_unit = 0;
+  int highest_unit = 0;
+  bool has_rear = false;
+};
+std::optional<RackRow> FindRack(pqxx::transaction_base& tx, const std::string& org_id,
+                                const std::string& rack_id);
 
 std::string InsertJob(pqxx::transaction_base& tx, const std::string& org_id,
                       const std::string& kind, const std::string& detail);
@@ -87,7 +98,7 @@ struct NewMove {
   std::string destination_side;
   int destination_unit = 0;
   MoveState state = MoveState::kPlanned;
-  std::string preflight_json;
+  v1::MovePreflight preflight;  // stored as JSON (Move.preflight_json)
   std::string job_id;
   std::string note;
   std::string actor;

@@ -284,6 +284,31 @@ TEST_CASE("a device in staging goes back to staging after a completed move, not 
   CHECK(w.ProcessState(w.device) == "staging");
 }
 
+TEST_CASE("the preflight keeps the state, the source placement and the destination it checked") {
+  MoveWorld w("staging");
+  // A rack whose first unit is 0: a zero unit is written out, not left away.
+  testing::RackSpec from_zero{"C"};
+  from_zero.first_unit = 0;
+  const std::string rack_c = testing::CreateRack(w.db, w.org, w.site, from_zero);
+  absl::StatusOr<v1::Move> move = w.Start(w.device, rack_c, v1::SIDE_FRONT, 0);
+  REQUIRE(move.ok());
+  // Key for key what the move returns and what the restore at the end reads (process_state).
+  const std::string expected =
+      absl::StrCat(R"({"process_state": "staging", "source": {"booking_id": ")", w.source_booking,
+                   R"(", "rack_id": ")", w.rack_a, R"(", "site_id": ")", w.site,
+                   R"(", "slots": [{"side": "front", "unit": 10}, {"side": "front", "unit": 11}, )",
+                   R"({"side": "rear", "unit": 10}, {"side": "rear", "unit": 11}]}, )",
+                   R"("destination": {"rack_id": ")", rack_c, R"(", "side": "front", "unit": 0}, )",
+                   R"("checks": ["device_in_organization", "not_in_transit", "no_open_move", )",
+                   R"("device_placed", "destination_rack_in_organization"]})");
+  CHECK(w.db.Scalar(absl::StrCat("SELECT preflight::text FROM moves WHERE id = '", move->id(),
+                                 "'")) == move->preflight_json());
+  // The expected text as PostgreSQL spells that value (jsonb orders keys and spaces them).
+  INFO(move->preflight_json());
+  CHECK(w.db.Scalar(absl::StrCat("SELECT '", expected, "'::jsonb::text")) ==
+        move->preflight_json());
+}
+
 TEST_CASE(
     "needs_reconcile settled as not moved fails the move: hold released, source kept, "
     "process state restored") {
