@@ -53,7 +53,7 @@ MoveRecord ReadMove(const pqxx::row& row) {
 
 // The preflight as moves.preflight stores it and Move.preflight_json returns it: protobuf's JSON
 // mapping with the .proto field names, a zero unit or an empty text written out rather than
-// left away (kMoveColumns reads process_state back by that name, for RestoreProcessState).
+// left away (MoveColumns() reads process_state back by that name, for RestoreProcessState).
 absl::StatusOr<std::string> PreflightJson(const v1::MovePreflight& preflight) {
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = true;
