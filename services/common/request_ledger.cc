@@ -126,6 +126,19 @@ absl::Status Finish(pqxx::transaction_base& tx, const Claim& claim,
   return absl::OkStatus();
 }
 
+absl::Status TransactOnce(DbPool& pool, const std::string& org_id, Rpc rpc,
+                          const std::string& request_id, const google::protobuf::Message& request,
+                          google::protobuf::Message* out, bool* replayed,
+                          absl::FunctionRef<absl::Status(pqxx::work&)> write) {
+  return pool.Transact([&](pqxx::work& tx) -> absl::Status {
+    absl::StatusOr<Claim> claim = Begin(tx, org_id, rpc, request_id, request);
+    if (!claim.ok()) return claim.status();
+    if (claim->replay) return claim->Replay(out, replayed);
+    DCL_RETURN_IF_ERROR(write(tx));
+    return Finish(tx, *claim, *out);
+  });
+}
+
 void Abandon(pqxx::transaction_base& tx, const Claim& claim) {
   if (claim.request_id.empty() || claim.replay) return;
   tx.exec_params("DELETE FROM client_requests WHERE org_id = $1::uuid AND request_id = $2",

@@ -2,14 +2,16 @@
 // loses the reply (deadline, dropped connection) sends the same call again with the same id and
 // gets the first answer back, flagged as a replay, instead of a second write.
 //
-// Use, inside the write's own transaction, first thing and last thing:
+// A write RPC runs its transaction through TransactOnce, which claims first and stores the
+// answer last:
 //
-//   absl::StatusOr<request_ledger::Claim> claim =
-//       request_ledger::Begin(tx, p.org_id, Rpc::kCreateSite, req.request_id(), req);
-//   if (!claim.ok()) return claim.status();
-//   if (claim->replay) return claim->Replay(out, replayed);
-//   ... the write, filling *out ...
-//   return request_ledger::Finish(tx, *claim, *out);
+//   return request_ledger::TransactOnce(pool_, p.org_id, Rpc::kCreateSite, req.request_id(),
+//                                       req, out, replayed, [&](pqxx::work& tx) -> absl::Status {
+//     ... the write, filling *out ...
+//   });
+//
+// Begin, Replay and Finish are its steps, for the one write that needs them apart (Convert
+// commits a refusal and abandons its claim).
 //
 // Begin inserts the claim (INSERT ... ON CONFLICT DO NOTHING). The primary key on
 // (org_id, request_id) is the arbiter: a concurrent call with the same id waits on it until the
@@ -36,8 +38,10 @@
 #include <pqxx/pqxx>
 
 #include "absl/status/status.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "services/common/db.h"
 #include "services/common/rpc_catalog.h"
 
 namespace dcl::request_ledger {
@@ -68,6 +72,14 @@ absl::StatusOr<Claim> Begin(pqxx::transaction_base& tx, const std::string& org_i
 // Stores `response` as the answer of the claim; a no-op without a request id.
 absl::Status Finish(pqxx::transaction_base& tx, const Claim& claim,
                     const google::protobuf::Message& response);
+
+// The retry-safe write in one transaction of `pool`: Begin, then the earlier call's answer
+// (replay, `write` does not run) or `write` filling *out and Finish storing it. A non-OK status
+// from `write` rolls the transaction back, claim included.
+absl::Status TransactOnce(DbPool& pool, const std::string& org_id, Rpc rpc,
+                          const std::string& request_id, const google::protobuf::Message& request,
+                          google::protobuf::Message* out, bool* replayed,
+                          absl::FunctionRef<absl::Status(pqxx::work&)> write);
 
 // Drops the claim of a call whose transaction commits although the call is refused (Convert
 // records an expired hold and answers HOLD_EXPIRED): no row stays, as for any other refusal, and

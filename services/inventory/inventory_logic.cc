@@ -33,7 +33,8 @@ absl::Status CheckGeometry(const v1::RackGeometry& g) {
                         absl::StrCat("must be between 1 and ", kMaxRackUnitCount));
   }
   if (g.numbering() != v1::NUMBERING_ASCENDING && g.numbering() != v1::NUMBERING_DESCENDING) {
-    return InvalidInput("geometry.numbering", "must be NUMBERING_ASCENDING or NUMBERING_DESCENDING");
+    return InvalidInput("geometry.numbering",
+                        "must be NUMBERING_ASCENDING or NUMBERING_DESCENDING");
   }
   return absl::OkStatus();
 }
@@ -47,8 +48,8 @@ absl::Status CheckBudget(const std::string& field, int64_t value, int64_t max) {
 
 absl::Status CheckHeight(int64_t height) {
   if (height < 1 || height > kMaxDeviceHeightUnits) {
-    return InvalidInput("height_units", absl::StrCat("must be between 1 and ",
-                                                     kMaxDeviceHeightUnits));
+    return InvalidInput("height_units",
+                        absl::StrCat("must be between 1 and ", kMaxDeviceHeightUnits));
   }
   return absl::OkStatus();
 }
@@ -114,15 +115,15 @@ absl::Status StrandedBookings(const std::string& rack_id, const std::vector<Book
     for (const BookedSlot& t : slots) {
       if (t.booking_id == s.booking_id) units.push_back(DescribeSlot(t));
     }
-    described.push_back(absl::StrCat(
-        s.kind, " ", s.booking_id, s.device_id.empty() ? "" : absl::StrCat(" of device ", s.device_id),
-        " (", absl::StrJoin(units, ", "), ")"));
+    described.push_back(
+        absl::StrCat(s.kind, " ", s.booking_id,
+                     s.device_id.empty() ? "" : absl::StrCat(" of device ", s.device_id), " (",
+                     absl::StrJoin(units, ", "), ")"));
   }
   Error error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
               absl::StrCat("the new geometry would leave ", ids.size(), " active booking",
                            ids.size() == 1 ? "" : "s", " outside the rack: ",
-                           absl::StrJoin(described, "; "),
-                           "; release or move them first"));
+                           absl::StrJoin(described, "; "), "; release or move them first"));
   error.Meta("rack_id", rack_id).Meta("booking_ids", absl::StrJoin(ids, ","));
   for (const BookedSlot& s : slots) {
     v1::Slot* slot = error.detail().add_colliding_slots();
@@ -148,16 +149,14 @@ absl::Status WorkflowOwnsState(const std::string& device_id, const std::string& 
 absl::Status InventoryLogic::CreateSite(const Principal& p, const v1::CreateSiteRequest& req,
                                         v1::Site* out, bool* replayed) {
   DCL_RETURN_IF_ERROR(CheckName("name", req.name()));
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kCreateSite, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    absl::StatusOr<v1::Site> site = InsertSite(tx, p.org_id, req.name());
-    if (!site.ok()) return site.status();
-    *out = *std::move(site);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(pool_, p.org_id, Rpc::kCreateSite, req.request_id(), req, out,
+                                      replayed, [&](pqxx::work& tx) -> absl::Status {
+                                        absl::StatusOr<v1::Site> site =
+                                            InsertSite(tx, p.org_id, req.name());
+                                        if (!site.ok()) return site.status();
+                                        *out = *std::move(site);
+                                        return absl::OkStatus();
+                                      });
 }
 
 absl::Status InventoryLogic::GetSite(const Principal& p, const v1::GetSiteRequest& req,
@@ -179,8 +178,8 @@ absl::Status InventoryLogic::ListSites(const Principal& p, const v1::ListSitesRe
   if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
-    out->set_next_page_token(TakePage(inventory::ListSites(tx, p.org_id, *after, page_size + 1), page_size,
-                                      out->mutable_sites()));
+    out->set_next_page_token(TakePage(inventory::ListSites(tx, p.org_id, *after, page_size + 1),
+                                      page_size, out->mutable_sites()));
     return absl::OkStatus();
   });
 }
@@ -203,17 +202,16 @@ absl::Status InventoryLogic::CreateRack(const Principal& p, const v1::CreateRack
   fields.geometry = req.geometry();
   fields.power_budget_watts = req.power_budget_watts();
   fields.weight_budget_kg = req.weight_budget_kg();
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kCreateRack, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    if (!FindSite(tx, p.org_id, req.site_id())) return NotFound("site", req.site_id());
-    absl::StatusOr<v1::RackRecord> rack = InsertRack(tx, p.org_id, fields);
-    if (!rack.ok()) return rack.status();
-    *out = *std::move(rack);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(pool_, p.org_id, Rpc::kCreateRack, req.request_id(), req, out,
+                                      replayed, [&](pqxx::work& tx) -> absl::Status {
+                                        if (!FindSite(tx, p.org_id, req.site_id()))
+                                          return NotFound("site", req.site_id());
+                                        absl::StatusOr<v1::RackRecord> rack =
+                                            InsertRack(tx, p.org_id, fields);
+                                        if (!rack.ok()) return rack.status();
+                                        *out = *std::move(rack);
+                                        return absl::OkStatus();
+                                      });
 }
 
 absl::Status InventoryLogic::GetRack(const Principal& p, const v1::GetRackRequest& req,
@@ -236,9 +234,9 @@ absl::Status InventoryLogic::ListRacks(const Principal& p, const v1::ListRacksRe
   if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
-    out->set_next_page_token(TakePage(
-        inventory::ListRacks(tx, p.org_id, req.site_id(), *after, page_size + 1), page_size,
-        out->mutable_racks()));
+    out->set_next_page_token(
+        TakePage(inventory::ListRacks(tx, p.org_id, req.site_id(), *after, page_size + 1),
+                 page_size, out->mutable_racks()));
     return absl::OkStatus();
   });
 }
@@ -255,32 +253,32 @@ absl::Status InventoryLogic::UpdateRack(const Principal& p, const v1::UpdateRack
   if (req.has_weight_budget_kg()) {
     DCL_RETURN_IF_ERROR(CheckBudget("weight_budget_kg", req.weight_budget_kg(), kMaxRackWeightKg));
   }
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kUpdateRack, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    // The lock waits for bookings in flight on this rack and holds new ones back (they read the
-    // rack FOR KEY SHARE), so the check below sees every booking that will exist.
-    std::optional<v1::RackRecord> current = FindRack(tx, p.org_id, req.rack_id(), /*lock=*/true);
-    if (!current) return NotFound("rack", req.rack_id());
-    RackFields fields;
-    fields.site_id = current->site_id();
-    fields.name = req.has_name() ? req.name() : current->name();
-    fields.geometry = req.has_geometry() ? req.geometry() : current->geometry();
-    fields.power_budget_watts =
-        req.has_power_budget_watts() ? req.power_budget_watts() : current->power_budget_watts();
-    fields.weight_budget_kg =
-        req.has_weight_budget_kg() ? req.weight_budget_kg() : current->weight_budget_kg();
-    if (req.has_geometry()) {
-      std::vector<BookedSlot> stranded = SlotsOutside(tx, req.rack_id(), fields.geometry);
-      if (!stranded.empty()) return StrandedBookings(req.rack_id(), stranded);
-    }
-    absl::StatusOr<v1::RackRecord> rack = inventory::UpdateRack(tx, p.org_id, req.rack_id(), fields);
-    if (!rack.ok()) return rack.status();
-    *out = *std::move(rack);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kUpdateRack, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        // The lock waits for bookings in flight on this rack and holds new ones back (they read the
+        // rack FOR KEY SHARE), so the check below sees every booking that will exist.
+        std::optional<v1::RackRecord> current =
+            FindRack(tx, p.org_id, req.rack_id(), /*lock=*/true);
+        if (!current) return NotFound("rack", req.rack_id());
+        RackFields fields;
+        fields.site_id = current->site_id();
+        fields.name = req.has_name() ? req.name() : current->name();
+        fields.geometry = req.has_geometry() ? req.geometry() : current->geometry();
+        fields.power_budget_watts =
+            req.has_power_budget_watts() ? req.power_budget_watts() : current->power_budget_watts();
+        fields.weight_budget_kg =
+            req.has_weight_budget_kg() ? req.weight_budget_kg() : current->weight_budget_kg();
+        if (req.has_geometry()) {
+          std::vector<BookedSlot> stranded = SlotsOutside(tx, req.rack_id(), fields.geometry);
+          if (!stranded.empty()) return StrandedBookings(req.rack_id(), stranded);
+        }
+        absl::StatusOr<v1::RackRecord> rack =
+            inventory::UpdateRack(tx, p.org_id, req.rack_id(), fields);
+        if (!rack.ok()) return rack.status();
+        *out = *std::move(rack);
+        return absl::OkStatus();
+      });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -323,17 +321,16 @@ absl::Status InventoryLogic::RegisterDevice(const Principal& p,
   fields.depth_class = DepthName(req.depth_class());
   if (req.has_power_draw_watts()) fields.power_draw_watts = req.power_draw_watts();
   if (req.has_weight_kg()) fields.weight_kg = req.weight_kg();
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kRegisterDevice, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    if (!FindSite(tx, p.org_id, req.site_id())) return NotFound("site", req.site_id());
-    absl::StatusOr<v1::Device> device = InsertDevice(tx, p.org_id, fields);
-    if (!device.ok()) return device.status();
-    *out = *std::move(device);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(pool_, p.org_id, Rpc::kRegisterDevice, req.request_id(), req,
+                                      out, replayed, [&](pqxx::work& tx) -> absl::Status {
+                                        if (!FindSite(tx, p.org_id, req.site_id()))
+                                          return NotFound("site", req.site_id());
+                                        absl::StatusOr<v1::Device> device =
+                                            InsertDevice(tx, p.org_id, fields);
+                                        if (!device.ok()) return device.status();
+                                        *out = *std::move(device);
+                                        return absl::OkStatus();
+                                      });
 }
 
 absl::Status InventoryLogic::GetDevice(const Principal& p, const v1::GetDeviceRequest& req,
@@ -363,8 +360,9 @@ absl::Status InventoryLogic::ListDevices(const Principal& p, const v1::ListDevic
   if (!after.ok()) return after.status();
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
-    out->set_next_page_token(TakePage(inventory::ListDevices(tx, p.org_id, filter, *after, page_size + 1),
-                                      page_size, out->mutable_devices()));
+    out->set_next_page_token(
+        TakePage(inventory::ListDevices(tx, p.org_id, filter, *after, page_size + 1), page_size,
+                 out->mutable_devices()));
     return absl::OkStatus();
   });
 }
@@ -386,54 +384,54 @@ absl::Status InventoryLogic::UpdateDevice(const Principal& p, const v1::UpdateDe
     if (req.weight_unknown()) return InvalidInput("weight_unknown", "contradicts weight_kg");
     DCL_RETURN_IF_ERROR(CheckFigure("weight_kg", req.weight_kg(), kMaxDeviceWeightKg));
   }
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kUpdateDevice, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    std::optional<DeviceRecord> current = FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
-    if (!current) return NotFound("device", req.device_id());
-    if (current->proto.decommissioned()) return Decommissioned(req.device_id());
-    DeviceFields fields = current->fields;
-    if (req.has_vendor()) fields.vendor = req.vendor();
-    if (req.has_model()) fields.model = req.model();
-    if (req.has_hardware_profile()) fields.hardware_profile = req.hardware_profile();
-    if (req.has_serial()) fields.serial = req.serial();
-    if (req.has_height_units()) fields.height_units = req.height_units();
-    if (req.depth_class() != v1::DEPTH_CLASS_UNSPECIFIED) {
-      fields.depth_class = DepthName(req.depth_class());
-    }
-    if (req.has_power_draw_watts()) fields.power_draw_watts = req.power_draw_watts();
-    if (req.power_draw_unknown()) fields.power_draw_watts.reset();
-    if (req.has_weight_kg()) fields.weight_kg = req.weight_kg();
-    if (req.weight_unknown()) fields.weight_kg.reset();
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kUpdateDevice, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        std::optional<DeviceRecord> current =
+            FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
+        if (!current) return NotFound("device", req.device_id());
+        if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+        DeviceFields fields = current->fields;
+        if (req.has_vendor()) fields.vendor = req.vendor();
+        if (req.has_model()) fields.model = req.model();
+        if (req.has_hardware_profile()) fields.hardware_profile = req.hardware_profile();
+        if (req.has_serial()) fields.serial = req.serial();
+        if (req.has_height_units()) fields.height_units = req.height_units();
+        if (req.depth_class() != v1::DEPTH_CLASS_UNSPECIFIED) {
+          fields.depth_class = DepthName(req.depth_class());
+        }
+        if (req.has_power_draw_watts()) fields.power_draw_watts = req.power_draw_watts();
+        if (req.power_draw_unknown()) fields.power_draw_watts.reset();
+        if (req.has_weight_kg()) fields.weight_kg = req.weight_kg();
+        if (req.weight_unknown()) fields.weight_kg.reset();
 
-    // The slots of a placement or move hold were derived from height and depth; changing them
-    // underneath would make the booking describe another machine.
-    if (fields.height_units != current->fields.height_units ||
-        fields.depth_class != current->fields.depth_class) {
-      const DeviceUse use = ReadDeviceUse(tx, req.device_id());
-      const std::string& booking =
-          !use.placed_by_booking.empty() ? use.placed_by_booking : use.held_for_move;
-      if (!booking.empty()) {
-        const bool placed = !use.placed_by_booking.empty();
-        return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_IN_USE,
-                     absl::StrCat("device ", req.device_id(), " is ",
-                                  placed ? absl::StrCat("placed in rack ", use.placed_in_rack,
-                                                        " (booking ", booking, ")")
-                                         : absl::StrCat("held for a move (booking ", booking, ")"),
-                                  "; its height and depth shape that booking: release it, change "
-                                  "the device, then place it again"))
-            .Meta("device_id", req.device_id())
-            .Meta(placed ? "placed_by_booking" : "held_for_move", booking);
-      }
-    }
-    absl::StatusOr<v1::Device> device =
-        inventory::UpdateDevice(tx, p.org_id, req.device_id(), fields);
-    if (!device.ok()) return device.status();
-    *out = *std::move(device);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+        // The slots of a placement or move hold were derived from height and depth; changing them
+        // underneath would make the booking describe another machine.
+        if (fields.height_units != current->fields.height_units ||
+            fields.depth_class != current->fields.depth_class) {
+          const DeviceUse use = ReadDeviceUse(tx, req.device_id());
+          const std::string& booking =
+              !use.placed_by_booking.empty() ? use.placed_by_booking : use.held_for_move;
+          if (!booking.empty()) {
+            const bool placed = !use.placed_by_booking.empty();
+            return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_IN_USE,
+                         absl::StrCat(
+                             "device ", req.device_id(), " is ",
+                             placed ? absl::StrCat("placed in rack ", use.placed_in_rack,
+                                                   " (booking ", booking, ")")
+                                    : absl::StrCat("held for a move (booking ", booking, ")"),
+                             "; its height and depth shape that booking: release it, change "
+                             "the device, then place it again"))
+                .Meta("device_id", req.device_id())
+                .Meta(placed ? "placed_by_booking" : "held_for_move", booking);
+          }
+        }
+        absl::StatusOr<v1::Device> device =
+            inventory::UpdateDevice(tx, p.org_id, req.device_id(), fields);
+        if (!device.ok()) return device.status();
+        *out = *std::move(device);
+        return absl::OkStatus();
+      });
 }
 
 absl::Status InventoryLogic::SetDeviceState(const Principal& p,
@@ -450,36 +448,36 @@ absl::Status InventoryLogic::SetDeviceState(const Principal& p,
     error.detail().add_allowed_targets("staging");
     return error;
   }
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kSetDeviceState, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    std::optional<DeviceRecord> current = FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
-    if (!current) return NotFound("device", req.device_id());
-    if (current->proto.decommissioned()) return Decommissioned(req.device_id());
-    // An open move froze the state it will restore when it ends (and holds the device
-    // 'moving' meanwhile); a change now would be undone. Named first: the move is the reason.
-    const DeviceUse use = ReadDeviceUse(tx, req.device_id());
-    if (!use.open_move.empty()) {
-      return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
-                   absl::StrCat("device ", req.device_id(), " has an open move (", use.open_move,
-                                "), which sets its state when it ends"))
-          .Meta("device_id", req.device_id())
-          .Meta("move_id", use.open_move);
-    }
-    const std::string& state = current->fields.process_state;
-    if (state != "normal" && state != "staging") return WorkflowOwnsState(req.device_id(), state);
-    if (state == target) {
-      *out = current->proto;  // already there: nothing to write, same answer
-    } else {
-      absl::StatusOr<v1::Device> device =
-          inventory::SetProcessState(tx, p.org_id, req.device_id(), target);
-      if (!device.ok()) return device.status();
-      *out = *std::move(device);
-    }
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kSetDeviceState, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        std::optional<DeviceRecord> current =
+            FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
+        if (!current) return NotFound("device", req.device_id());
+        if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+        // An open move froze the state it will restore when it ends (and holds the device
+        // 'moving' meanwhile); a change now would be undone. Named first: the move is the reason.
+        const DeviceUse use = ReadDeviceUse(tx, req.device_id());
+        if (!use.open_move.empty()) {
+          return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                       absl::StrCat("device ", req.device_id(), " has an open move (",
+                                    use.open_move, "), which sets its state when it ends"))
+              .Meta("device_id", req.device_id())
+              .Meta("move_id", use.open_move);
+        }
+        const std::string& state = current->fields.process_state;
+        if (state != "normal" && state != "staging")
+          return WorkflowOwnsState(req.device_id(), state);
+        if (state == target) {
+          *out = current->proto;  // already there: nothing to write, same answer
+        } else {
+          absl::StatusOr<v1::Device> device =
+              inventory::SetProcessState(tx, p.org_id, req.device_id(), target);
+          if (!device.ok()) return device.status();
+          *out = *std::move(device);
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status InventoryLogic::DecommissionDevice(const Principal& p,
@@ -487,53 +485,52 @@ absl::Status InventoryLogic::DecommissionDevice(const Principal& p,
                                                 v1::Device* out, bool* replayed) {
   DCL_RETURN_IF_ERROR(CheckId("device_id", req.device_id()));
   DCL_RETURN_IF_ERROR(CheckText("reason", req.reason(), kMaxNoteLength, /*required=*/false));
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kDecommissionDevice, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    // The row lock conflicts with Reserve's, StartMove's and the booking write path's, so the
-    // use read below is final until this transaction ends.
-    std::optional<DeviceRecord> current = FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
-    if (!current) return NotFound("device", req.device_id());
-    if (current->proto.decommissioned()) return Decommissioned(req.device_id());
-    const DeviceUse use = ReadDeviceUse(tx, req.device_id());
-    const std::string& state = current->fields.process_state;
-    std::vector<std::string> uses;
-    std::vector<std::pair<std::string, std::string>> meta;
-    if (!use.held_by_reservation.empty()) {
-      uses.push_back(absl::StrCat("held by reservation ", use.held_by_reservation));
-      meta.emplace_back("held_by_reservation", use.held_by_reservation);
-    }
-    if (!use.bound_to_service.empty()) {
-      uses.push_back(absl::StrCat("bound to service ", use.bound_to_service));
-      meta.emplace_back("bound_to_service", use.bound_to_service);
-    }
-    if (!use.placed_by_booking.empty()) {
-      uses.push_back(absl::StrCat("placed in rack ", use.placed_in_rack, " (booking ",
-                                  use.placed_by_booking, ")"));
-      meta.emplace_back("placed_by_booking", use.placed_by_booking);
-    }
-    if (!use.open_move.empty() || !use.held_for_move.empty() || state == "moving" ||
-        state == "in_transit") {
-      uses.push_back(!use.open_move.empty() ? absl::StrCat("moving (move ", use.open_move, ")")
-                                            : absl::StrCat("moving (", state, ")"));
-      meta.emplace_back("moving", !use.open_move.empty() ? use.open_move : state);
-    }
-    if (!uses.empty()) {
-      Error error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_IN_USE,
-                  absl::StrCat("device ", req.device_id(), " cannot be decommissioned: it is ",
-                               absl::StrJoin(uses, ", ")));
-      error.Meta("device_id", req.device_id());
-      for (const auto& [key, value] : meta) error.Meta(key, value);
-      return error;
-    }
-    absl::StatusOr<v1::Device> device =
-        MarkDecommissioned(tx, p.org_id, req.device_id(), p.Actor(), req.reason());
-    if (!device.ok()) return device.status();
-    *out = *std::move(device);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kDecommissionDevice, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        // The row lock conflicts with Reserve's, StartMove's and the booking write path's, so the
+        // use read below is final until this transaction ends.
+        std::optional<DeviceRecord> current =
+            FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
+        if (!current) return NotFound("device", req.device_id());
+        if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+        const DeviceUse use = ReadDeviceUse(tx, req.device_id());
+        const std::string& state = current->fields.process_state;
+        std::vector<std::string> uses;
+        std::vector<std::pair<std::string, std::string>> meta;
+        if (!use.held_by_reservation.empty()) {
+          uses.push_back(absl::StrCat("held by reservation ", use.held_by_reservation));
+          meta.emplace_back("held_by_reservation", use.held_by_reservation);
+        }
+        if (!use.bound_to_service.empty()) {
+          uses.push_back(absl::StrCat("bound to service ", use.bound_to_service));
+          meta.emplace_back("bound_to_service", use.bound_to_service);
+        }
+        if (!use.placed_by_booking.empty()) {
+          uses.push_back(absl::StrCat("placed in rack ", use.placed_in_rack, " (booking ",
+                                      use.placed_by_booking, ")"));
+          meta.emplace_back("placed_by_booking", use.placed_by_booking);
+        }
+        if (!use.open_move.empty() || !use.held_for_move.empty() || state == "moving" ||
+            state == "in_transit") {
+          uses.push_back(!use.open_move.empty() ? absl::StrCat("moving (move ", use.open_move, ")")
+                                                : absl::StrCat("moving (", state, ")"));
+          meta.emplace_back("moving", !use.open_move.empty() ? use.open_move : state);
+        }
+        if (!uses.empty()) {
+          Error error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_IN_USE,
+                      absl::StrCat("device ", req.device_id(), " cannot be decommissioned: it is ",
+                                   absl::StrJoin(uses, ", ")));
+          error.Meta("device_id", req.device_id());
+          for (const auto& [key, value] : meta) error.Meta(key, value);
+          return error;
+        }
+        absl::StatusOr<v1::Device> device =
+            MarkDecommissioned(tx, p.org_id, req.device_id(), p.Actor(), req.reason());
+        if (!device.ok()) return device.status();
+        *out = *std::move(device);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace dcl::inventory

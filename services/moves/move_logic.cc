@@ -233,41 +233,39 @@ absl::Status Advance(DbPool& pool, const Principal& p, const std::string& move_i
                      Observation observation, const std::string& note, Rpc rpc,
                      const google::protobuf::Message& request, const std::string& request_id,
                      v1::Move* out, bool* replayed) {
-  return pool.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, rpc, request_id, request);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    // Lock order everywhere: device, then move (StartMove locks the device first too).
-    absl::StatusOr<MoveRecord> peek = LoadMove(tx, p.org_id, move_id, /*for_update=*/false);
-    if (!peek.ok()) return peek.status();
-    absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, peek->device_id);
-    if (!device.ok()) return device.status();
-    absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, move_id, /*for_update=*/true);
-    if (!m.ok()) return m.status();
-    switch (CheckTransition(m->state, target, observation)) {
-      case TransitionCheck::kOk:
-        break;
-      case TransitionCheck::kNotAllowed:
-        return InvalidTransition(*m, target);
-      case TransitionCheck::kObservationRequired:
-        return InvalidInput("observation",
-                            "leaving needs_reconcile needs what was seen at the rack: "
-                            "FOUND_AT_DESTINATION (→ completed) or NOT_MOVED (→ failed)");
-      case TransitionCheck::kObservationMismatch:
-        return InvalidInput("observation",
-                            m->state == MoveState::kNeedsReconcile
-                                ? "FOUND_AT_DESTINATION settles to completed, NOT_MOVED to failed"
-                                : "an observation is recorded only when leaving needs_reconcile");
-    }
-    if (absl::Status s = ApplyTransition(tx, p, *m, target, observation, note); !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<MoveRecord> after = LoadMove(tx, p.org_id, move_id, false);
-    if (!after.ok()) return after.status();
-    *out = ToProto(*after);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(
+      pool, p.org_id, rpc, request_id, request, out, replayed, [&](pqxx::work& tx) -> absl::Status {
+        // Lock order everywhere: device, then move (StartMove locks the device first too).
+        absl::StatusOr<MoveRecord> peek = LoadMove(tx, p.org_id, move_id, /*for_update=*/false);
+        if (!peek.ok()) return peek.status();
+        absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, peek->device_id);
+        if (!device.ok()) return device.status();
+        absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, move_id, /*for_update=*/true);
+        if (!m.ok()) return m.status();
+        switch (CheckTransition(m->state, target, observation)) {
+          case TransitionCheck::kOk:
+            break;
+          case TransitionCheck::kNotAllowed:
+            return InvalidTransition(*m, target);
+          case TransitionCheck::kObservationRequired:
+            return InvalidInput("observation",
+                                "leaving needs_reconcile needs what was seen at the rack: "
+                                "FOUND_AT_DESTINATION (→ completed) or NOT_MOVED (→ failed)");
+          case TransitionCheck::kObservationMismatch:
+            return InvalidInput(
+                "observation",
+                m->state == MoveState::kNeedsReconcile
+                    ? "FOUND_AT_DESTINATION settles to completed, NOT_MOVED to failed"
+                    : "an observation is recorded only when leaving needs_reconcile");
+        }
+        if (absl::Status s = ApplyTransition(tx, p, *m, target, observation, note); !s.ok()) {
+          return s;
+        }
+        absl::StatusOr<MoveRecord> after = LoadMove(tx, p.org_id, move_id, false);
+        if (!after.ok()) return after.status();
+        *out = ToProto(*after);
+        return absl::OkStatus();
+      });
 }
 
 // StartMove's input, checked before any transaction.
@@ -420,55 +418,53 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
   DCL_RETURN_IF_ERROR(CheckStartMoveRequest(req));
   const MoveState initial = req.as_draft() ? MoveState::kDraft : MoveState::kPlanned;
 
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    // The claim first: a concurrent retry with the same id waits here, before any lock below.
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kStartMove, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    // Preflight. The device row lock queues concurrent StartMove calls for one device; the
-    // second then sees the first's open move here. The index moves_one_open_per_device is the
-    // boundary all the same.
-    absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, req.device_id());
-    if (!device.ok()) return device.status();
-    if (!device->has_value()) return NotFound("device", req.device_id());
-    const DeviceRow& dev = **device;
-    if (dev.process_state == "in_transit") {
-      return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
-                   "the device is in transit between sites; a move starts from a placement")
-          .Meta("process_state", dev.process_state);
-    }
-    if (std::optional<std::string> open = FindOpenMove(tx, req.device_id())) {
-      return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
-                   "the device already has an open move")
-          .Meta("device_id", req.device_id())
-          .Meta("move_id", *open);
-    }
-    absl::StatusOr<Route> route = FindRoute(tx, p, req);
-    if (!route.ok()) return route.status();
-    absl::StatusOr<std::string> move_id =
-        InsertStartedMove(tx, p, req, initial, *route, PreflightOf(dev, *route, req));
-    if (!move_id.ok()) return move_id.status();
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kStartMove, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        // TransactOnce claimed first: a concurrent retry with the same id waited there, before
+        // any lock below. Preflight. The device row lock queues concurrent StartMove calls for one
+        // device; the second then sees the first's open move here. The index
+        // moves_one_open_per_device is the boundary all the same.
+        absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, req.device_id());
+        if (!device.ok()) return device.status();
+        if (!device->has_value()) return NotFound("device", req.device_id());
+        const DeviceRow& dev = **device;
+        if (dev.process_state == "in_transit") {
+          return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+                       "the device is in transit between sites; a move starts from a placement")
+              .Meta("process_state", dev.process_state);
+        }
+        if (std::optional<std::string> open = FindOpenMove(tx, req.device_id())) {
+          return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                       "the device already has an open move")
+              .Meta("device_id", req.device_id())
+              .Meta("move_id", *open);
+        }
+        absl::StatusOr<Route> route = FindRoute(tx, p, req);
+        if (!route.ok()) return route.status();
+        absl::StatusOr<std::string> move_id =
+            InsertStartedMove(tx, p, req, initial, *route, PreflightOf(dev, *route, req));
+        if (!move_id.ok()) return move_id.status();
 
-    // The move hold, through the one booking write path: an occupied destination comes back
-    // as its readable UNIT_OCCUPIED with the colliding units, and nothing of this move stays.
-    const occupancy::BookingSpec hold = occupancy::DeviceFootprintSpec(
-        v1::BOOKING_MOVE_HOLD, req.destination_rack_id(), req.device_id(), req.destination_side(),
-        req.destination_unit(), absl::StrCat("move ", *move_id));
-    absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
-    if (!booking.ok()) return booking.status();
-    SetMoveHold(tx, *move_id, booking->id());
-    // From here the destination is held: the machine is being moved and is not for sale
-    // (eligibility.h excludes 'moving'). The state it had is frozen in the preflight and comes
-    // back when the move ends, whichever way it ends.
-    SetProcessState(tx, req.device_id(), "moving");
+        // The move hold, through the one booking write path: an occupied destination comes back
+        // as its readable UNIT_OCCUPIED with the colliding units, and nothing of this move stays.
+        const occupancy::BookingSpec hold = occupancy::DeviceFootprintSpec(
+            v1::BOOKING_MOVE_HOLD, req.destination_rack_id(), req.device_id(),
+            req.destination_side(), req.destination_unit(), absl::StrCat("move ", *move_id));
+        absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
+        if (!booking.ok()) return booking.status();
+        SetMoveHold(tx, *move_id, booking->id());
+        // From here the destination is held: the machine is being moved and is not for sale
+        // (eligibility.h excludes 'moving'). The state it had is frozen in the preflight and comes
+        // back when the move ends, whichever way it ends.
+        SetProcessState(tx, req.device_id(), "moving");
 
-    absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
-    if (!m.ok()) return m.status();
-    RecordStart(tx, p, *m, route->source, req.note());
-    *out = ToProto(*m);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+        absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
+        if (!m.ok()) return m.status();
+        RecordStart(tx, p, *m, route->source, req.note());
+        *out = ToProto(*m);
+        return absl::OkStatus();
+      });
 }
 
 absl::Status MoveLogic::AdvanceMove(const Principal& p, const v1::AdvanceMoveRequest& req,
@@ -566,34 +562,32 @@ absl::Status MoveLogic::ListLocationHistory(const Principal& p,
 absl::Status MoveLogic::CorrectLocation(const Principal& p, const v1::CorrectLocationRequest& req,
                                         v1::LocationRecord* out, bool* replayed) {
   DCL_RETURN_IF_ERROR(CheckCorrectLocationRequest(req));
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kCorrectLocation, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    std::optional<LocationRecordRow> corrected = LoadLocation(tx, p.org_id, req.corrects_id());
-    if (!corrected) return NotFound("location record", absl::StrCat(req.corrects_id()));
-    if (corrected->row.corrects_id != 0) {
-      return InvalidInput(
-          "corrects_id",
-          absl::StrCat("row ", corrected->id, " is itself a correction of row ",
-                       corrected->row.corrects_id, "; correct row ", corrected->row.corrects_id,
-                       " instead (its newest correction is what holds)"));
-    }
-    LocationRow row;
-    row.org_id = p.org_id;
-    row.device_id = corrected->row.device_id;
-    row.event = "correction";
-    row.corrects_id = corrected->id;
-    row.note = req.reason();
-    row.actor = p.Actor();
-    if (!req.position_unknown()) DCL_RETURN_IF_ERROR(PlaceCorrection(tx, p, req, &row));
-    const int64_t id = AppendLocation(tx, row);
-    std::optional<LocationRecordRow> appended = LoadLocation(tx, p.org_id, id);
-    if (!appended) return Internal("the appended correction is not readable");
-    *out = ToProto(*appended);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kCorrectLocation, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        std::optional<LocationRecordRow> corrected = LoadLocation(tx, p.org_id, req.corrects_id());
+        if (!corrected) return NotFound("location record", absl::StrCat(req.corrects_id()));
+        if (corrected->row.corrects_id != 0) {
+          return InvalidInput(
+              "corrects_id",
+              absl::StrCat("row ", corrected->id, " is itself a correction of row ",
+                           corrected->row.corrects_id, "; correct row ", corrected->row.corrects_id,
+                           " instead (its newest correction is what holds)"));
+        }
+        LocationRow row;
+        row.org_id = p.org_id;
+        row.device_id = corrected->row.device_id;
+        row.event = "correction";
+        row.corrects_id = corrected->id;
+        row.note = req.reason();
+        row.actor = p.Actor();
+        if (!req.position_unknown()) DCL_RETURN_IF_ERROR(PlaceCorrection(tx, p, req, &row));
+        const int64_t id = AppendLocation(tx, row);
+        std::optional<LocationRecordRow> appended = LoadLocation(tx, p.org_id, id);
+        if (!appended) return Internal("the appended correction is not readable");
+        *out = ToProto(*appended);
+        return absl::OkStatus();
+      });
 }
 
 absl::Status MoveLogic::WatchMove(const Principal& p, const v1::WatchMoveRequest& req,

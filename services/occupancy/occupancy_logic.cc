@@ -135,16 +135,14 @@ absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec,
                                     const google::protobuf::Message& request,
                                     const std::string& request_id, v1::Booking* out,
                                     bool* replayed) {
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, rpc, request_id, request);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    absl::StatusOr<v1::Booking> booking = CreateBooking(tx, p, spec);
-    if (!booking.ok()) return booking.status();
-    *out = *std::move(booking);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(pool_, p.org_id, rpc, request_id, request, out, replayed,
+                                      [&](pqxx::work& tx) -> absl::Status {
+                                        absl::StatusOr<v1::Booking> booking =
+                                            CreateBooking(tx, p, spec);
+                                        if (!booking.ok()) return booking.status();
+                                        *out = *std::move(booking);
+                                        return absl::OkStatus();
+                                      });
 }
 
 absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
@@ -178,40 +176,39 @@ absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
   if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, false); !s.ok()) {
     return s;
   }
-  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<request_ledger::Claim> claim =
-        request_ledger::Begin(tx, p.org_id, Rpc::kReleaseBooking, req.request_id(), req);
-    if (!claim.ok()) return claim.status();
-    if (claim->replay) return claim->Replay(out, replayed);
-    absl::StatusOr<v1::Booking> current = LoadBooking(tx, p, req.booking_id());
-    if (!current.ok()) return current.status();
-    // Enforced here, not in the schema: the move service releases its own holds.
-    if (current->kind() == v1::BOOKING_MOVE_HOLD) {
-      return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
-                   "this booking holds space for a move in progress; cancel the move instead")
-          .Meta("booking_id", req.booking_id());
-    }
-    // Enforced here too: the placement a move starts from is the machine's place until the
-    // move ends (the machine may still be bolted in); the move releases it when it
-    // completes. The device row lock orders this check against a concurrent StartMove,
-    // which takes the same lock (device_custody.h).
-    if (current->kind() == v1::BOOKING_PLACEMENT) {
-      absl::StatusOr<std::optional<devices::DeviceRow>> device =
-          devices::LockDevice(tx, p.org_id, current->device_id());
-      if (!device.ok()) return device.status();
-      if (std::optional<std::string> move_id = devices::FindOpenMove(tx, current->device_id())) {
-        return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
-                     "the device is being moved; its move releases this placement")
-            .Meta("booking_id", req.booking_id())
-            .Meta("move_id", *move_id);
-      }
-    }
-    absl::StatusOr<v1::Booking> released =
-        occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
-    if (!released.ok()) return released.status();
-    *out = *std::move(released);
-    return request_ledger::Finish(tx, *claim, *out);
-  });
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kReleaseBooking, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        absl::StatusOr<v1::Booking> current = LoadBooking(tx, p, req.booking_id());
+        if (!current.ok()) return current.status();
+        // Enforced here, not in the schema: the move service releases its own holds.
+        if (current->kind() == v1::BOOKING_MOVE_HOLD) {
+          return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+                       "this booking holds space for a move in progress; cancel the move instead")
+              .Meta("booking_id", req.booking_id());
+        }
+        // Enforced here too: the placement a move starts from is the machine's place until the
+        // move ends (the machine may still be bolted in); the move releases it when it
+        // completes. The device row lock orders this check against a concurrent StartMove,
+        // which takes the same lock (device_custody.h).
+        if (current->kind() == v1::BOOKING_PLACEMENT) {
+          absl::StatusOr<std::optional<devices::DeviceRow>> device =
+              devices::LockDevice(tx, p.org_id, current->device_id());
+          if (!device.ok()) return device.status();
+          if (std::optional<std::string> move_id =
+                  devices::FindOpenMove(tx, current->device_id())) {
+            return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                         "the device is being moved; its move releases this placement")
+                .Meta("booking_id", req.booking_id())
+                .Meta("move_id", *move_id);
+          }
+        }
+        absl::StatusOr<v1::Booking> released =
+            occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
+        if (!released.ok()) return released.status();
+        *out = *std::move(released);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace dcl::occupancy

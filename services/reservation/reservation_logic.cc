@@ -22,7 +22,6 @@ namespace dcl::reservation {
 
 namespace {
 
-
 // A uniformly random UUID-shaped string: the start of Reserve's walk over the site's devices.
 // Random per call, so concurrent orders start at different places and spread over the pool.
 std::string RandomPivot() {
@@ -344,23 +343,15 @@ absl::Status ReservationLogic::Cancel(const Principal& principal, const v1::Canc
   if (!ref.ok()) return ref.status();
   DCL_RETURN_IF_ERROR(CheckText("reason", request.reason(), kMaxNoteLength, false));
   const std::string& org = principal.org_id;
-  absl::StatusOr<v1::CancelResponse> result =
-      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::CancelResponse> {
-        v1::CancelResponse out;
-        absl::StatusOr<request_ledger::Claim> claim =
-            request_ledger::Begin(tx, org, Rpc::kCancel, request.request_id(), request);
-        if (!claim.ok()) return claim.status();
-        if (claim->replay) {
-          DCL_RETURN_IF_ERROR(claim->Replay(&out, replayed));
-          return out;
-        }
+  return request_ledger::TransactOnce(
+      pool_, org, Rpc::kCancel, request.request_id(), request, response, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
         std::optional<ReservationRecord> locked = Find(tx, org, *ref, /*lock=*/true);
         if (!locked) return NotFound("reservation", ref->Describe());
         if (locked->proto.state() == v1::RESERVATION_CANCELLED) {
-          *out.mutable_reservation() = locked->proto;
-          out.set_replay(true);
-          DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, out));
-          return out;
+          *response->mutable_reservation() = locked->proto;
+          response->set_replay(true);
+          return absl::OkStatus();
         }
         if (locked->proto.state() != v1::RESERVATION_HELD) {
           return WrongState(locked->proto, "only a held reservation can be cancelled");
@@ -370,13 +361,9 @@ absl::Status ReservationLogic::Cancel(const Principal& principal, const v1::Canc
         std::optional<ReservationRecord> cancelled =
             FindReservationById(tx, org, locked->proto.id(), false);
         if (!cancelled) return Internal("cancelled reservation vanished");
-        *out.mutable_reservation() = cancelled->proto;
-        DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, out));
-        return out;
+        *response->mutable_reservation() = cancelled->proto;
+        return absl::OkStatus();
       });
-  if (!result.ok()) return result.status();
-  *response = std::move(*result);
-  return absl::OkStatus();
 }
 
 absl::Status ReservationLogic::GetReservation(const Principal& principal,
@@ -411,8 +398,8 @@ absl::Status ReservationLogic::ListReservations(const Principal& principal,
       pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ListReservationsResponse> {
         v1::ListReservationsResponse out;
         out.set_next_page_token(
-            TakePage(ReservationPage(tx, principal.org_id, state, *after, page_size + 1),
-                     page_size, out.mutable_reservations()));
+            TakePage(ReservationPage(tx, principal.org_id, state, *after, page_size + 1), page_size,
+                     out.mutable_reservations()));
         return out;
       });
   if (!result.ok()) return result.status();
@@ -427,51 +414,29 @@ absl::Status ReservationLogic::CreateService(const Principal& principal,
     return InvalidInput("kind", "must be \"dedicated\" or \"vps\"");
   }
   DCL_RETURN_IF_ERROR(CheckText("customer", request.customer(), kMaxNameLength, true));
-  absl::StatusOr<v1::Service> result =
-      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Service> {
-        absl::StatusOr<request_ledger::Claim> claim = request_ledger::Begin(
-            tx, principal.org_id, Rpc::kCreateService, request.request_id(), request);
-        if (!claim.ok()) return claim.status();
-        v1::Service service;
-        if (claim->replay) {
-          DCL_RETURN_IF_ERROR(claim->Replay(&service, replayed));
-          return service;
-        }
-        absl::StatusOr<v1::Service> inserted = InsertService(tx, principal.org_id, request.kind(),
-                                                             request.customer(), principal.Actor());
-        if (!inserted.ok()) return inserted.status();
-        DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *inserted));
-        return inserted;
+  return request_ledger::TransactOnce(
+      pool_, principal.org_id, Rpc::kCreateService, request.request_id(), request, response,
+      replayed, [&](pqxx::work& tx) -> absl::Status {
+        *response = InsertService(tx, principal.org_id, request.kind(), request.customer(),
+                                  principal.Actor());
+        return absl::OkStatus();
       });
-  if (!result.ok()) return result.status();
-  *response = std::move(*result);
-  return absl::OkStatus();
 }
 
 absl::Status ReservationLogic::EndBinding(const Principal& principal,
                                           const v1::EndBindingRequest& request,
                                           v1::ServiceBinding* response, bool* replayed) {
   DCL_RETURN_IF_ERROR(CheckId("binding_id", request.binding_id()));
-  absl::StatusOr<v1::ServiceBinding> result =
-      pool_.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::ServiceBinding> {
-        absl::StatusOr<request_ledger::Claim> claim = request_ledger::Begin(
-            tx, principal.org_id, Rpc::kEndBinding, request.request_id(), request);
-        if (!claim.ok()) return claim.status();
-        v1::ServiceBinding binding;
-        if (claim->replay) {
-          DCL_RETURN_IF_ERROR(claim->Replay(&binding, replayed));
-          return binding;
-        }
+  return request_ledger::TransactOnce(
+      pool_, principal.org_id, Rpc::kEndBinding, request.request_id(), request, response, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
         bool replay = false;
         absl::StatusOr<v1::ServiceBinding> ended = EndServiceBinding(
             tx, principal.org_id, request.binding_id(), principal.Actor(), &replay);
         if (!ended.ok()) return ended.status();
-        DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *ended));
-        return ended;
+        *response = *std::move(ended);
+        return absl::OkStatus();
       });
-  if (!result.ok()) return result.status();
-  *response = std::move(*result);
-  return absl::OkStatus();
 }
 
 absl::Status ReservationLogic::GetServiceLocation(const Principal& principal,
