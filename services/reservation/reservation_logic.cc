@@ -147,6 +147,9 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
   const std::string& key = request.idempotency_key();
   const std::string walk_start = walk_start_for_test_.empty() ? RandomPivot() : walk_start_for_test_;
   const WalkLimits limits{options_.max_candidates, options_.max_attempts, options_.max_rows_walked};
+  // Prepared statements need the connection to be the session's own (not behind a
+  // transaction-pooling PgBouncer).
+  const bool prepared = !pool_.options().transaction_pooler;
 
   // 1-4. The common path is one statement in autocommit: the key, the site, the walk, the lock
   // and the hold, all inside dcl_reserve (see reservation_store.h). Calling it again after a
@@ -162,7 +165,7 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
       pool_.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Decision> {
         Decision d;
         d.outcome = Store::ReserveInDatabase(tx, org, key, criteria, walk_start, ttl,
-                                             principal.Actor(), limits);
+                                             principal.Actor(), limits, prepared);
         if (d.outcome.kind == ReserveOutcome::Kind::kNoCandidate ||
             d.outcome.kind == ReserveOutcome::Kind::kWalkLimit) {
           d.summary = Store::SummarizeExclusions(tx, org, criteria, options_.max_listed_devices);
