@@ -145,5 +145,45 @@ TEST_CASE("active bindings: a service on one machine, a machine for one service;
   REQUIRE(status.ok());
 }
 
+// site_device_counts (migration 0023) is what a refusal's wrong_site count reads: it must equal
+// the devices table's own count after every kind of write to devices.
+TEST_CASE("site_device_counts follows inserts, bulk inserts, deletes and site changes exactly") {
+  TestDatabase db;
+  const Seed a = SeedOrg(db, "acme");
+  const std::string other_site = testing::CreateSite(db, a.org, "AMS1");
+  const Seed b = SeedOrg(db, "globex");
+  auto mismatches = [&] {
+    // Sites whose kept count differs from the table's (a missing row counts as 0).
+    return db.Scalar(
+        "SELECT count(*) FROM sites s "
+        "LEFT JOIN site_device_counts c ON c.org_id = s.org_id AND c.site_id = s.id "
+        "LEFT JOIN (SELECT org_id, site_id, count(*) AS n FROM devices GROUP BY 1, 2) d "
+        "  ON d.org_id = s.org_id AND d.site_id = s.id "
+        "WHERE coalesce(c.devices, 0) <> coalesce(d.n, 0)");
+  };
+  CHECK(mismatches() == "0");
+  // One statement adding devices to two sites of one organization and one of another.
+  db.Exec(absl::StrCat(
+      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
+      "SELECT o, s, 'Dell', 'R650', 1, 'full' FROM (VALUES ('", a.org, "'::uuid, '", a.site,
+      "'::uuid), ('", a.org, "', '", other_site, "'), ('", b.org, "', '", b.site,
+      "')) v(o, s), generate_series(1, 7)"));
+  CHECK(mismatches() == "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT devices FROM site_device_counts WHERE site_id = '",
+                               other_site, "'")) == "7");
+  db.Exec(absl::StrCat("DELETE FROM devices WHERE id IN (SELECT id FROM devices WHERE site_id = '",
+                       other_site, "' LIMIT 3)"));
+  CHECK(mismatches() == "0");
+  db.Exec(absl::StrCat("UPDATE devices SET site_id = '", other_site,
+                       "' WHERE id IN (SELECT id FROM devices WHERE site_id = '", a.site,
+                       "' AND id <> '", a.device, "' LIMIT 2)"));
+  CHECK(mismatches() == "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT devices FROM site_device_counts WHERE site_id = '",
+                               other_site, "'")) == "6");
+  // A write that does not touch org or site leaves the counts alone.
+  db.Exec("UPDATE devices SET process_state = 'staging'");
+  CHECK(mismatches() == "0");
+}
+
 }  // namespace
 }  // namespace dcl::reservation
