@@ -145,5 +145,86 @@ TEST_CASE("active bindings: a service on one machine, a machine for one service;
   REQUIRE(status.ok());
 }
 
+// site_device_counts (migration 0023) is what a refusal's wrong_site count reads: it must equal
+// the devices table's own count after every kind of write to devices.
+TEST_CASE("site_device_counts follows inserts, bulk inserts, deletes and site changes exactly") {
+  TestDatabase db;
+  const Seed a = SeedOrg(db, "acme");
+  const std::string other_site = testing::CreateSite(db, a.org, "AMS1");
+  const Seed b = SeedOrg(db, "globex");
+  auto mismatches = [&] {
+    // Sites whose kept count differs from the table's (a missing row counts as 0).
+    return db.Scalar(
+        "SELECT count(*) FROM sites s "
+        "LEFT JOIN site_device_counts c ON c.org_id = s.org_id AND c.site_id = s.id "
+        "LEFT JOIN (SELECT org_id, site_id, count(*) AS n FROM devices GROUP BY 1, 2) d "
+        "  ON d.org_id = s.org_id AND d.site_id = s.id "
+        "WHERE coalesce(c.devices, 0) <> coalesce(d.n, 0)");
+  };
+  CHECK(mismatches() == "0");
+  // One statement adding devices to two sites of one organization and one of another.
+  db.Exec(absl::StrCat(
+      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
+      "SELECT o, s, 'Dell', 'R650', 1, 'full' FROM (VALUES ('", a.org, "'::uuid, '", a.site,
+      "'::uuid), ('", a.org, "', '", other_site, "'), ('", b.org, "', '", b.site,
+      "')) v(o, s), generate_series(1, 7)"));
+  CHECK(mismatches() == "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT devices FROM site_device_counts WHERE site_id = '",
+                               other_site, "'")) == "7");
+  db.Exec(absl::StrCat("DELETE FROM devices WHERE id IN (SELECT id FROM devices WHERE site_id = '",
+                       other_site, "' LIMIT 3)"));
+  CHECK(mismatches() == "0");
+  db.Exec(absl::StrCat("UPDATE devices SET site_id = '", other_site,
+                       "' WHERE id IN (SELECT id FROM devices WHERE site_id = '", a.site,
+                       "' AND id <> '", a.device, "' LIMIT 2)"));
+  CHECK(mismatches() == "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT devices FROM site_device_counts WHERE site_id = '",
+                               other_site, "'")) == "6");
+  // A write that does not touch org or site leaves the counts alone.
+  db.Exec("UPDATE devices SET process_state = 'staging'");
+  CHECK(mismatches() == "0");
+}
+
+// dcl_exclusion_summary reads the asked site 1,024 devices at a time (migration 0024): over
+// several batches its counts per combination of facts must still add up to the table's own.
+TEST_CASE("the exclusion summary over a site of several batches adds up to the table's counts") {
+  TestDatabase db;
+  const Seed a = SeedOrg(db, "acme");
+  const std::string other_site = testing::CreateSite(db, a.org, "AMS1");
+  db.Exec(absl::StrCat(
+      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
+      "SELECT '", a.org, "', '", a.site, "', CASE WHEN g % 3 = 0 THEN 'HPE' ELSE 'Dell' END, "
+      "'R650', 1, 'full' FROM generate_series(1, 2500) g"));
+  db.Exec(absl::StrCat(
+      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
+      "SELECT '", a.org, "', '", other_site, "', 'Dell', 'R650', 1, 'full' "
+      "FROM generate_series(1, 40)"));
+  db.Exec(absl::StrCat(
+      "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
+      "selection_reason, expires_at) SELECT '", a.org, "', 'k' || id, id, '", a.site,
+      "', '{}', now() + interval '1 hour' FROM devices WHERE site_id = '", a.site,
+      "' ORDER BY md5(id::text) LIMIT 700"));
+  db.Exec(absl::StrCat("UPDATE devices SET decommissioned_at = now(), decommissioned_by = 't' "
+                       "WHERE id IN (SELECT id FROM devices WHERE site_id = '", a.site,
+                       "' ORDER BY md5(id::text) DESC LIMIT 90)"));
+  const std::string summary = absl::StrCat(
+      "SELECT at_asked_site, vendor, held, decommissioned, sum(devices)::bigint AS n "
+      "FROM dcl_exclusion_summary('", a.org, "', '", a.site, "', 5) GROUP BY 1, 2, 3, 4");
+  const std::string table = absl::StrCat(
+      "SELECT d.site_id = '", a.site, "' AS at_asked_site, "
+      "CASE WHEN d.site_id = '", a.site, "' THEN d.vendor ELSE '' END AS vendor, "
+      "d.site_id = '", a.site, "' AND EXISTS (SELECT 1 FROM reservations h "
+      "  WHERE h.device_id = d.id AND h.state = 'held') AS held, "
+      "d.site_id = '", a.site, "' AND d.decommissioned_at IS NOT NULL AS decommissioned, "
+      "count(*) AS n FROM devices d WHERE d.org_id = '", a.org, "' GROUP BY 1, 2, 3, 4");
+  // Rows in one and not the other, both ways: none.
+  CHECK(db.Scalar(absl::StrCat("SELECT count(*) FROM ((", summary, ") EXCEPT (", table,
+                               ")) x")) == "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT count(*) FROM ((", table, ") EXCEPT (", summary,
+                               ")) x")) == "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT sum(devices) FROM dcl_exclusion_summary('", a.org, "', '",
+                               a.site, "', 5) WHERE at_asked_site")) == "2501");
+}
+
 }  // namespace
 }  // namespace dcl::reservation
