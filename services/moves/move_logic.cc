@@ -411,54 +411,65 @@ absl::Status PlaceCorrection(pqxx::transaction_base& tx, const Principal& p,
   return absl::OkStatus();
 }
 
+// The device a move starts with, locked: the row lock queues concurrent StartMove calls for
+// one device, so the second sees the first's open move here (the index
+// moves_one_open_per_device is the boundary all the same). A device in transit between sites
+// or with an open move is refused by name.
+absl::StatusOr<DeviceRow> LockMovableDevice(pqxx::transaction_base& tx, const Principal& p,
+                                            const std::string& device_id) {
+  absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, device_id);
+  if (!device.ok()) return device.status();
+  if (!device->has_value()) return NotFound("device", device_id);
+  if ((*device)->process_state == "in_transit") {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+                 "the device is in transit between sites; a move starts from a placement")
+        .Meta("process_state", (*device)->process_state);
+  }
+  if (std::optional<std::string> open = FindOpenMove(tx, device_id)) {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
+                 "the device already has an open move")
+        .Meta("device_id", device_id)
+        .Meta("move_id", *open);
+  }
+  return **std::move(device);
+}
+
+// The move hold at the destination, through the one booking write path: an occupied
+// destination comes back as its readable UNIT_OCCUPIED with the colliding units, and nothing of
+// this move stays. From then on the machine is being moved and is not for sale (eligibility.h
+// excludes 'moving'); the state it had is frozen in the preflight and comes back when the move
+// ends, whichever way it ends.
+absl::Status HoldDestination(pqxx::transaction_base& tx, const Principal& p,
+                             const v1::StartMoveRequest& req, const std::string& move_id) {
+  const occupancy::BookingSpec hold = occupancy::DeviceFootprintSpec(
+      v1::BOOKING_MOVE_HOLD, req.destination_rack_id(), req.device_id(), req.destination_side(),
+      req.destination_unit(), absl::StrCat("move ", move_id));
+  absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
+  if (!booking.ok()) return booking.status();
+  SetMoveHold(tx, move_id, booking->id());
+  SetProcessState(tx, req.device_id(), "moving");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest& req,
                                   v1::Move* out, bool* replayed) {
   DCL_RETURN_IF_ERROR(CheckStartMoveRequest(req));
   const MoveState initial = req.as_draft() ? MoveState::kDraft : MoveState::kPlanned;
-
+  // TransactOnce claims the request id first: a concurrent retry with the same id waits there,
+  // before any lock below.
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kStartMove, req.request_id(), req, out, replayed,
       [&](pqxx::work& tx) -> absl::Status {
-        // TransactOnce claimed first: a concurrent retry with the same id waited there, before
-        // any lock below. Preflight. The device row lock queues concurrent StartMove calls for one
-        // device; the second then sees the first's open move here. The index
-        // moves_one_open_per_device is the boundary all the same.
-        absl::StatusOr<std::optional<DeviceRow>> device = LockDevice(tx, p.org_id, req.device_id());
+        absl::StatusOr<DeviceRow> device = LockMovableDevice(tx, p, req.device_id());
         if (!device.ok()) return device.status();
-        if (!device->has_value()) return NotFound("device", req.device_id());
-        const DeviceRow& dev = **device;
-        if (dev.process_state == "in_transit") {
-          return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
-                       "the device is in transit between sites; a move starts from a placement")
-              .Meta("process_state", dev.process_state);
-        }
-        if (std::optional<std::string> open = FindOpenMove(tx, req.device_id())) {
-          return Error(absl::StatusCode::kFailedPrecondition, v1::MOVE_ALREADY_OPEN,
-                       "the device already has an open move")
-              .Meta("device_id", req.device_id())
-              .Meta("move_id", *open);
-        }
         absl::StatusOr<Route> route = FindRoute(tx, p, req);
         if (!route.ok()) return route.status();
         absl::StatusOr<std::string> move_id =
-            InsertStartedMove(tx, p, req, initial, *route, PreflightOf(dev, *route, req));
+            InsertStartedMove(tx, p, req, initial, *route, PreflightOf(*device, *route, req));
         if (!move_id.ok()) return move_id.status();
-
-        // The move hold, through the one booking write path: an occupied destination comes back
-        // as its readable UNIT_OCCUPIED with the colliding units, and nothing of this move stays.
-        const occupancy::BookingSpec hold = occupancy::DeviceFootprintSpec(
-            v1::BOOKING_MOVE_HOLD, req.destination_rack_id(), req.device_id(),
-            req.destination_side(), req.destination_unit(), absl::StrCat("move ", *move_id));
-        absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
-        if (!booking.ok()) return booking.status();
-        SetMoveHold(tx, *move_id, booking->id());
-        // From here the destination is held: the machine is being moved and is not for sale
-        // (eligibility.h excludes 'moving'). The state it had is frozen in the preflight and comes
-        // back when the move ends, whichever way it ends.
-        SetProcessState(tx, req.device_id(), "moving");
-
+        DCL_RETURN_IF_ERROR(HoldDestination(tx, p, req, *move_id));
         absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
         if (!m.ok()) return m.status();
         RecordStart(tx, p, *m, route->source, req.note());
