@@ -100,6 +100,16 @@ absl::Status Decommissioned(const std::string& device_id) {
       .Meta("device_id", device_id);
 }
 
+// The organization's device, locked for the rest of the transaction, for a write that changes
+// it: a decommissioned device takes no more changes.
+absl::StatusOr<DeviceRecord> LockLiveDevice(pqxx::transaction_base& tx, const std::string& org_id,
+                                            const std::string& device_id) {
+  std::optional<DeviceRecord> device = FindDevice(tx, org_id, device_id, /*lock=*/true);
+  if (!device) return NotFound("device", device_id);
+  if (device->proto.decommissioned()) return Decommissioned(device_id);
+  return *std::move(device);
+}
+
 std::string DescribeSlot(const BookedSlot& s) {
   return absl::StrCat(s.side == v1::SIDE_REAR ? "rear" : "front", " U", s.unit);
 }
@@ -387,10 +397,8 @@ absl::Status InventoryLogic::UpdateDevice(const Principal& p, const v1::UpdateDe
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kUpdateDevice, req.request_id(), req, out, replayed,
       [&](pqxx::work& tx) -> absl::Status {
-        std::optional<DeviceRecord> current =
-            FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
-        if (!current) return NotFound("device", req.device_id());
-        if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+        absl::StatusOr<DeviceRecord> current = LockLiveDevice(tx, p.org_id, req.device_id());
+        if (!current.ok()) return current.status();
         DeviceFields fields = current->fields;
         if (req.has_vendor()) fields.vendor = req.vendor();
         if (req.has_model()) fields.model = req.model();
@@ -451,10 +459,8 @@ absl::Status InventoryLogic::SetDeviceState(const Principal& p,
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kSetDeviceState, req.request_id(), req, out, replayed,
       [&](pqxx::work& tx) -> absl::Status {
-        std::optional<DeviceRecord> current =
-            FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
-        if (!current) return NotFound("device", req.device_id());
-        if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+        absl::StatusOr<DeviceRecord> current = LockLiveDevice(tx, p.org_id, req.device_id());
+        if (!current.ok()) return current.status();
         // An open move froze the state it will restore when it ends (and holds the device
         // 'moving' meanwhile); a change now would be undone. Named first: the move is the reason.
         const DeviceUse use = ReadDeviceUse(tx, req.device_id());
@@ -466,8 +472,9 @@ absl::Status InventoryLogic::SetDeviceState(const Principal& p,
               .Meta("move_id", use.open_move);
         }
         const std::string& state = current->fields.process_state;
-        if (state != "normal" && state != "staging")
+        if (state != "normal" && state != "staging") {
           return WorkflowOwnsState(req.device_id(), state);
+        }
         if (state == target) {
           *out = current->proto;  // already there: nothing to write, same answer
         } else {
@@ -490,10 +497,8 @@ absl::Status InventoryLogic::DecommissionDevice(const Principal& p,
       [&](pqxx::work& tx) -> absl::Status {
         // The row lock conflicts with Reserve's, StartMove's and the booking write path's, so the
         // use read below is final until this transaction ends.
-        std::optional<DeviceRecord> current =
-            FindDevice(tx, p.org_id, req.device_id(), /*lock=*/true);
-        if (!current) return NotFound("device", req.device_id());
-        if (current->proto.decommissioned()) return Decommissioned(req.device_id());
+        absl::StatusOr<DeviceRecord> current = LockLiveDevice(tx, p.org_id, req.device_id());
+        if (!current.ok()) return current.status();
         const DeviceUse use = ReadDeviceUse(tx, req.device_id());
         const std::string& state = current->fields.process_state;
         std::vector<std::string> uses;
