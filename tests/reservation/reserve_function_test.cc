@@ -223,5 +223,74 @@ TEST_CASE("the walk's statement is an ordered walk of (site_id, id) whatever the
   }
 }
 
+// The candidate step as installed: the function's variables become parameters.
+std::string CandidateStatement(const TestDatabase& db) {
+  const std::string source = db.Scalar("SELECT prosrc FROM pg_proc WHERE proname = 'dcl_reserve'");
+  std::smatch found;
+  const std::regex candidate(R"(SELECT d\.id, d\.site_id, d\.vendor[\s\S]*?SKIP LOCKED)");
+  if (!std::regex_search(source, found, candidate)) return "";
+  std::string sql = std::regex_replace(found[0].str(), std::regex(R"(\s+)"), " ");
+  sql = std::regex_replace(sql, std::regex(R"( INTO v_device)"), "");
+  return absl::StrReplaceAll(sql, {{"v_batch", "$1::uuid[]"},
+                                   {"p_site", "$2::uuid"},
+                                   {"p_org", "$3::uuid"},
+                                   {"p_vendor", "$4::text"},
+                                   {"p_model", "$5::text"},
+                                   {"p_profile", "$6::text"}});
+}
+
+// "Is this device held?" reads the arbiter's index by device. The function plans its
+// statements once per connection (generic plans), so the plan made at a connection's first
+// Reserve stays while the table grows; with statistics from before the first hold (as a fresh
+// installation has them until autovacuum's first ANALYZE of reservations) and a few hundred
+// holds, that plan probed reservations_held_expiry_idx, the sweeper's index of held rows by
+// deadline, and filtered every held row for every candidate: each Reserve cost more than the
+// one before (auto_explain in the benchmark: 1,700 buffers and 2 ms for one step with 900
+// holds). Migration 0025 keeps that index to statements that bound the deadline.
+TEST_CASE("the candidate step probes holds by device whatever the statistics say") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "S1");
+  db.Exec(absl::StrCat(
+      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
+      "SELECT '",
+      org, "', '", site,
+      "', 'Dell', 'R650', 1, 'full' "
+      "FROM generate_series(1, 4000)"));
+  db.Exec("ANALYZE");  // reservations is empty by its statistics from here on
+  const std::string statement = CandidateStatement(db);
+  REQUIRE(!statement.empty());
+  const std::string batch = db.Scalar(
+      "SELECT array_agg(id ORDER BY id)::text FROM (SELECT id FROM devices ORDER BY id DESC "
+      "LIMIT 16) d");
+
+  auto conn = db.Connect();
+  int held = 0;
+  for (const int total : {300, 600, 1600}) {
+    db.Exec(absl::StrCat(
+        "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
+        "selection_reason, expires_at) "
+        "SELECT d.org_id, 'k-' || d.id, d.id, d.site_id, '{}', now() + interval '15 minutes' "
+        "FROM devices d WHERE NOT EXISTS (SELECT 1 FROM reservations r WHERE r.device_id = d.id) "
+        "ORDER BY d.id LIMIT ",
+        total - held));
+    held = total;
+    pqxx::work tx(*conn);
+    tx.exec("SET LOCAL plan_cache_mode = force_generic_plan");
+    tx.exec("DEALLOCATE ALL");
+    tx.exec(absl::StrCat("PREPARE candidate(uuid[], uuid, uuid, text, text, text) AS ", statement));
+    std::string plan;
+    for (const auto& row : tx.exec(absl::StrCat("EXPLAIN EXECUTE candidate('", batch, "', '", site,
+                                                "', '", org, "', '', '', '')"))) {
+      plan += row[0].as<std::string>() + "\n";
+    }
+    INFO(held << " held, statistics from before the first\n" << statement << "\n" << plan);
+    CHECK(plan.find("reservations_held_expiry_idx") == std::string::npos);
+    CHECK(plan.find("Seq Scan on reservations") == std::string::npos);
+    CHECK(plan.find("Index Only Scan using reservations_device_held_uq") != std::string::npos);
+    tx.abort();
+  }
+}
+
 }  // namespace
 }  // namespace dcl::reservation
