@@ -28,6 +28,9 @@
 ABSL_FLAG(int, interval_seconds, 60, "seconds between the end of a sweep and the next one");
 ABSL_FLAG(bool, once, false, "run one sweep and exit (0 = success, 1 = failure, 2 = bad configuration)");
 ABSL_FLAG(int, batch_size, 1000, "rows per transaction");
+ABSL_FLAG(int, max_rows_per_second, 15000,
+          "pace of a sweep with a backlog: rows per second at most (0: no pause between "
+          "batches)");
 ABSL_FLAG(int, request_retention_hours, 7 * 24,
           "hours a client request id is kept for replays before it is deleted");
 ABSL_FLAG(std::string, sweeper_name, "",
@@ -90,6 +93,12 @@ int main(int argc, char** argv) {
     spdlog::critical("--batch_size must be between 1 and 100000, not {}", batch_size);
     return dcl::kExitConfigurationError;
   }
+  const int max_rows_per_second = absl::GetFlag(FLAGS_max_rows_per_second);
+  if (max_rows_per_second < 0 || max_rows_per_second > 10000000) {
+    spdlog::critical("--max_rows_per_second must be between 0 and 10000000, not {}",
+                     max_rows_per_second);
+    return dcl::kExitConfigurationError;
+  }
   const int retention_hours = absl::GetFlag(FLAGS_request_retention_hours);
   if (retention_hours < 1 || retention_hours > 90 * 24) {
     spdlog::critical("--request_retention_hours must be between 1 and 2160, not {}",
@@ -104,6 +113,7 @@ int main(int argc, char** argv) {
                                 DefaultName());
   options.interval = absl::Seconds(interval_seconds);
   options.batch_size = batch_size;
+  options.max_rows_per_second = max_rows_per_second;
   options.request_retention = absl::Hours(retention_hours);
 
   // Before the first sweep, so that a scrape sees it. Useful with the daemon; with --once the

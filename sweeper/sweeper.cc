@@ -15,6 +15,7 @@ namespace {
 struct SweeperMetrics {
   Counter& reservations_expired;
   Counter& bookings_released;
+  Counter& requests_deleted;
   Counter& sweeps_succeeded;
   Counter& sweeps_failed;
   Gauge& last_success;
@@ -36,6 +37,11 @@ SweeperMetrics& Metrics() {
         registry
             .AddCounter("dcl_sweeper_bookings_released_total",
                         "lapsed rack reservation bookings the sweeper released (committed "
+                        "batches)")
+            .Get(),
+        registry
+            .AddCounter("dcl_sweeper_client_requests_deleted_total",
+                        "client request ids past their retention the sweeper deleted (committed "
                         "batches)")
             .Get(),
         sweeps.WithLabels({"success"}),
@@ -85,8 +91,7 @@ SET last_failure_at = excluded.last_failure_at,
 
 // "CODE: message", without the status payload (binary ErrorDetail bytes in ToString()).
 std::string Describe(const absl::Status& status) {
-  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
-                      std::string(status.message()));
+  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ", std::string(status.message()));
 }
 
 }  // namespace
@@ -131,12 +136,16 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
 
   // Loops until a batch comes back short: then every due row that nobody else had locked is
   // done. Rows locked by someone else (a Convert, another sweeper) are left for the next pass.
-  auto drain = [&](auto batch, int64_t& total) -> bool {
+  // With a pace, a full batch is followed by a pause: the next batch starts no earlier than
+  // its share of a second after this one started, so a backlog is worked off at that rate and
+  // leaves the database's capacity to the services (housekeeping, not a race).
+  auto drain = [&](auto batch, int64_t& total, Counter& counter) -> bool {
     while (true) {
       if (stop_.HasBeenNotified()) {
         result.complete = false;
         return false;
       }
+      const absl::Time batch_start = clock_.Now();
       absl::StatusOr<int64_t> changed = (this->*batch)();
       if (!changed.ok()) {
         failure = changed.status();
@@ -144,15 +153,19 @@ absl::StatusOr<SweepResult> Sweeper::SweepOnce() {
       }
       total += *changed;
       if (*changed > 0) ++result.batches;
-      (batch == &Sweeper::ExpireReservationBatch ? Metrics().reservations_expired
-                                                 : Metrics().bookings_released)
-          .Increment(static_cast<uint64_t>(*changed));
+      counter.Increment(static_cast<uint64_t>(*changed));
       if (*changed < options_.batch_size) return true;
+      if (options_.max_rows_per_second > 0) {
+        clock_.SleepUntil(batch_start + absl::Seconds(static_cast<double>(*changed) /
+                                                      options_.max_rows_per_second),
+                          stop_);
+      }
     }
   };
-  if (drain(&Sweeper::ExpireReservationBatch, result.reservations_expired) &&
-      drain(&Sweeper::ReleaseBookingBatch, result.bookings_released)) {
-    drain(&Sweeper::DeleteRequestBatch, result.requests_deleted);
+  if (drain(&Sweeper::ExpireReservationBatch, result.reservations_expired,
+            Metrics().reservations_expired) &&
+      drain(&Sweeper::ReleaseBookingBatch, result.bookings_released, Metrics().bookings_released)) {
+    drain(&Sweeper::DeleteRequestBatch, result.requests_deleted, Metrics().requests_deleted);
   }
   result.duration = clock_.Now() - start;
   const int64_t duration_ms = absl::ToInt64Milliseconds(result.duration);

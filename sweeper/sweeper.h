@@ -59,6 +59,10 @@ struct SweeperOptions {
   absl::Duration interval = absl::Seconds(60);
   // Rows per transaction. Small enough that no transaction stays long.
   int batch_size = 1000;
+  // The pace of a sweep with more than a batch to do, in rows per second (0: no pause between
+  // batches). A backlog is housekeeping: worked off at this rate it leaves the database to the
+  // services' calls.
+  int max_rows_per_second = 0;
   // How long a client request id is kept (services/common/request_ledger.h): a retry later than
   // this runs its write again. Long enough for any client's retry loop and a weekend's outage.
   absl::Duration request_retention = absl::Hours(7 * 24);

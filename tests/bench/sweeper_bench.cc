@@ -34,6 +34,9 @@
 ABSL_FLAG(int, holds, 100000, "due holds per sweep");
 ABSL_FLAG(std::string, batch_sizes, "100,1000,5000", "batch sizes to measure, comma-separated");
 ABSL_FLAG(int, clients, 4, "concurrent Reserve clients in the latency scenario");
+ABSL_FLAG(int, latency_batch_size, 1000, "the sweep's batch size in the latency scenario");
+ABSL_FLAG(int, max_rows_per_second, 0,
+          "the sweep's pace in the latency scenario (the daemon's --max_rows_per_second; 0: none)");
 ABSL_FLAG(int, baseline_seconds, 5, "Reserve load without a sweep before the sweep starts");
 
 namespace dcl {
@@ -50,10 +53,11 @@ struct SweepFigures {
   int batches = 0;
 };
 
-SweepFigures Sweep(DbPool& pool, int batch_size) {
+SweepFigures Sweep(DbPool& pool, int batch_size, int max_rows_per_second = 0) {
   SweeperOptions options;
   options.name = UniqueName("sweeper");
   options.batch_size = batch_size;
+  options.max_rows_per_second = max_rows_per_second;
   Sweeper sweeper(pool, options);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<SweepResult> result = sweeper.SweepOnce();
@@ -129,7 +133,8 @@ int Main() {
   testing::ReserveLoad load(logic, commerce, shop_site, clients);
   std::this_thread::sleep_for(std::chrono::seconds(absl::GetFlag(FLAGS_baseline_seconds)));
   load.SetPhase(1);
-  const SweepFigures f = Sweep(sweeper_pool, 1000);
+  const SweepFigures f = Sweep(sweeper_pool, absl::GetFlag(FLAGS_latency_batch_size),
+                               absl::GetFlag(FLAGS_max_rows_per_second));
   load.Stop();
   const testing::PhaseStats without = load.Stats(0);
   const testing::PhaseStats with = load.Stats(1);

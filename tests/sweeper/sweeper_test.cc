@@ -321,6 +321,25 @@ double Metric(const std::string& series) {
   return testing::ValueOr0(testing::ParseSamples(MetricsRegistry::Default().Render()), series);
 }
 
+TEST_CASE("with a pace, a sweep pauses after each full batch for that batch's share of a second") {
+  TestDatabase db;
+  auto conn = db.Connect();
+  const HoldsOrg org = SeedHoldsOrg(*conn, "acme");
+  InsertReservations(*conn, org, 25, "held", -1, "due-");
+  auto pool = db.MakePool(2);
+  FakeClock clock;
+  SweeperOptions options = Options(10);
+  options.max_rows_per_second = 40;  // a batch of 10 rows is a quarter of a second's share
+  Sweeper sweeper(*pool, options, clock);
+  absl::StatusOr<SweepResult> result = sweeper.SweepOnce();
+  REQUIRE(result.ok());
+  CHECK(result->reservations_expired == 25);
+  // Batches of 10, 10 and 5: a pause after each full one; the short one ends the pass.
+  CHECK(clock.sleeps == std::vector<absl::Duration>{absl::Milliseconds(250),
+                                                    absl::Milliseconds(250)});
+  CHECK(CountState(db, "due-", "expired") == 25);
+}
+
 TEST_CASE("the sweeper's metrics count the rows it ended, its sweeps and its last success") {
   TestDatabase db;
   auto conn = db.Connect();
@@ -330,8 +349,12 @@ TEST_CASE("the sweeper's metrics count the rows it ended, its sweeps and its las
   for (int unit = 1; unit <= 3; ++unit) {
     testing::InsertBooking(*conn, org, rack, "reservation", unit, unit, -30);
   }
+  db.Exec("INSERT INTO client_requests (org_id, request_id, rpc, params_sha256, response, "
+          "created_at) SELECT '" + org.org_id + "', 'old-' || n, '/dcl.v1.InventoryService/"
+          "CreateSite', sha256('x'), '', now() - interval '8 days' FROM generate_series(1, 7) n");
   const double expired_before = Metric("dcl_sweeper_reservations_expired_total");
   const double released_before = Metric("dcl_sweeper_bookings_released_total");
+  const double deleted_before = Metric("dcl_sweeper_client_requests_deleted_total");
   const double success_before = Metric("dcl_sweeper_sweeps_total{outcome=\"success\"}");
   const double failure_before = Metric("dcl_sweeper_sweeps_total{outcome=\"failure\"}");
 
@@ -341,6 +364,7 @@ TEST_CASE("the sweeper's metrics count the rows it ended, its sweeps and its las
   REQUIRE(sweeper.SweepOnce().ok());
   CHECK(Metric("dcl_sweeper_reservations_expired_total") - expired_before == 25);
   CHECK(Metric("dcl_sweeper_bookings_released_total") - released_before == 3);
+  CHECK(Metric("dcl_sweeper_client_requests_deleted_total") - deleted_before == 7);
   CHECK(Metric("dcl_sweeper_sweeps_total{outcome=\"success\"}") - success_before == 1);
   CHECK(Metric("dcl_sweeper_sweeps_total{outcome=\"failure\"}") == failure_before);
   // By the sweeper's clock: when the sweep ended.
