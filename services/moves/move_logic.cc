@@ -1,15 +1,11 @@
 #include "services/moves/move_logic.h"
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "services/common/db_errors.h"
 #include "services/common/metrics.h"
 #include "services/common/page_token.h"
 #include "services/common/request_ledger.h"
