@@ -49,6 +49,7 @@
 #include "services/common/logging.h"
 #include "services/common/status.h"
 #include "services/occupancy/occupancy_logic.h"
+#include "tests/bench/insert_ceiling.h"
 
 ABSL_FLAG(std::string, database_url, "", "PostgreSQL connection string (or DCL_DATABASE_URL)");
 ABSL_FLAG(int, clients, 32, "concurrent clients");
@@ -181,50 +182,10 @@ Audit RunAudit(const std::string& url, const World& w, const std::set<std::strin
   return a;
 }
 
-// The commit ceiling: `clients` connections each committing one-row INSERTs (autocommit, one
-// statement per transaction) for `seconds`. Returns transactions per second.
-double InsertCeiling(const std::string& url, int clients, int seconds) {
-  {
-    pqxx::connection conn(url);
-    pqxx::nontransaction tx(conn);
-    tx.exec("CREATE TABLE IF NOT EXISTS bench_ceiling (id bigserial PRIMARY KEY, "
-            "at timestamptz NOT NULL DEFAULT now(), client integer NOT NULL)");
-  }
-  std::atomic<long long> committed{0};
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&, c] {
-      pqxx::connection conn(url);
-      conn.prepare("ceiling", "INSERT INTO bench_ceiling (client) VALUES ($1)");
-      ++ready;
-      while (!go) std::this_thread::yield();
-      const auto until = Clock::now() + std::chrono::seconds(seconds);
-      long long n = 0;
-      while (Clock::now() < until) {
-        pqxx::nontransaction tx(conn);
-        tx.exec_prepared("ceiling", c);
-        ++n;
-      }
-      committed += n;
-    });
-  }
-  while (ready < clients) std::this_thread::yield();
-  const auto start = Clock::now();
-  go = true;
-  for (auto& t : threads) t.join();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  pqxx::connection conn(url);
-  pqxx::nontransaction tx(conn);
-  tx.exec("TRUNCATE bench_ceiling");
-  return committed / elapsed;
-}
-
 bool RunScenario(const std::string& url, const std::string& name, int racks, int clients,
                  int devices_per_client, int seconds) {
   World w = Seed(url, name, racks, clients, devices_per_client);
-  const double ceiling = InsertCeiling(url, clients, seconds);
+  const double ceiling = bench::InsertCeiling(url, clients, seconds);
   DbOptions options;
   options.url = url;
   options.pool_size = clients;

@@ -49,6 +49,7 @@
 #include "services/common/server.h"
 #include "services/reservation/reservation_logic.h"
 #include "services/reservation/reservation_service.h"
+#include "tests/bench/insert_ceiling.h"
 
 ABSL_FLAG(std::string, database_url, "", "a migrated, disposable database");
 ABSL_FLAG(int, seconds, 5, "duration of each throughput run");
@@ -179,40 +180,6 @@ class Bench {
                      machines, ")"));
     if (analyze) Sql("ANALYZE devices");
     return site;
-  }
-
-  // The commit ceiling: `clients` connections each committing one-row INSERTs (autocommit, one
-  // statement per transaction) for `seconds`. Returns transactions per second.
-  double InsertCeiling(int clients, double seconds) {
-    Sql("CREATE TABLE IF NOT EXISTS bench_ceiling (id bigserial PRIMARY KEY, "
-        "at timestamptz NOT NULL DEFAULT now(), client integer NOT NULL)");
-    std::atomic<long long> committed{0};
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&, c] {
-        pqxx::connection conn(url_);
-        conn.prepare("ceiling", "INSERT INTO bench_ceiling (client) VALUES ($1)");
-        ++ready;
-        while (!go) std::this_thread::yield();
-        const auto until = Clock::now() + std::chrono::duration<double>(seconds);
-        long long n = 0;
-        while (Clock::now() < until) {
-          pqxx::nontransaction tx(conn);
-          tx.exec_prepared("ceiling", c);
-          ++n;
-        }
-        committed += n;
-      });
-    }
-    while (ready < clients) std::this_thread::yield();
-    const auto start = Clock::now();
-    go = true;
-    for (auto& t : threads) t.join();
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    Sql("TRUNCATE bench_ceiling");
-    return committed / elapsed;
   }
 
   void CancelHolds(const std::string& site) {
@@ -436,7 +403,7 @@ int Main() {
                 absl::GetFlag(FLAGS_seconds));
     Bench::Header();
     for (int clients : {1, 8, 32}) {
-      const double ceiling = bench.InsertCeiling(clients, absl::GetFlag(FLAGS_seconds));
+      const double ceiling = dcl::bench::InsertCeiling(url, clients, absl::GetFlag(FLAGS_seconds));
       Outcomes o = bench.Run(s10k, clients, absl::GetFlag(FLAGS_seconds), 0,
                              absl::StrCat("shared-tp", clients));
       Bench::Row("shared 10k throughput", clients, 10000, o);
@@ -465,7 +432,7 @@ int Main() {
                 absl::GetFlag(FLAGS_seconds), machines);
     Bench::Header();
     for (int clients : {1, 8, 32, 64}) {
-      const double ceiling = bench.InsertCeiling(clients, absl::GetFlag(FLAGS_seconds));
+      const double ceiling = dcl::bench::InsertCeiling(url, clients, absl::GetFlag(FLAGS_seconds));
       Outcomes o =
           bench.Run(site, clients, absl::GetFlag(FLAGS_seconds), 0, absl::StrCat("tp", clients));
       Bench::Row(absl::StrCat("throughput"), clients, machines, o);
