@@ -11,7 +11,8 @@
 // Beside each scenario, the commit ceiling measured in the same run on the same cluster: one-row
 // INSERTs, one per transaction (autocommit), at the same number of clients, each on its own
 // connection, for the same duration; "ratio" = calls/s / INSERT tx/s, printed for PlaceDevice
-// alone and for every write call (PlaceDevice + ReleaseBooking; each client alternates them).
+// alone and for every write call (PlaceDevice + ReleaseBooking; each client alternates them),
+// with the CPU per write call of this process and of the PostgreSQL cluster (tests/bench/cpu_meter.h).
 //
 // Run: DCL_BAZEL_OUTPUT_ROOT=/work/.bazel-me tests/bench/run_occupancy_bench [--seconds=N ...]
 // (a throwaway PostgreSQL, optimised build), or against any migrated database:
@@ -49,6 +50,7 @@
 #include "services/common/logging.h"
 #include "services/common/status.h"
 #include "services/occupancy/occupancy_logic.h"
+#include "tests/bench/cpu_meter.h"
 #include "tests/bench/insert_ceiling.h"
 
 ABSL_FLAG(std::string, database_url, "", "PostgreSQL connection string (or DCL_DATABASE_URL)");
@@ -199,6 +201,7 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
 
   std::vector<ClientResult> results(clients);
   std::vector<std::thread> threads;
+  const bench::CpuSeconds cpu_before = bench::ReadCpuSeconds(url);
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::seconds(seconds);
   for (int c = 0; c < clients; ++c) {
@@ -255,6 +258,7 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
   }
   for (std::thread& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const bench::CpuSeconds cpu_after = bench::ReadCpuSeconds(url);
 
   std::vector<double> place_ms, release_ms;
   std::map<std::string, int64_t> outcomes;
@@ -288,6 +292,9 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
   std::printf("%-34s %12zu\n", "ReleaseBooking calls", release_ms.size());
   std::printf("%-34s %12.2f\n", "ReleaseBooking p50 ms", Percentile(release_ms, 0.50));
   std::printf("%-34s %12.2f\n", "ReleaseBooking p99 ms", Percentile(release_ms, 0.99));
+  bench::PrintCpuPerCall(cpu_before, cpu_after,
+                         static_cast<long long>(place_ms.size() + release_ms.size()),
+                         "bench process (clients + domain logic; per write call)");
   for (const auto& [k, v] : outcomes) {
     std::string label = k;
     const std::string unspecified = "REASON_UNSPECIFIED";

@@ -8,7 +8,12 @@
 //
 // Every throughput figure is printed beside the commit ceiling measured in the same run on the
 // same cluster: one-row INSERTs, one per transaction, at the same number of clients (each on its
-// own connection), for the same duration; "ratio" = Reserve calls/s / INSERT tx/s.
+// own connection), for the same duration; "ratio" = Reserve calls/s / INSERT tx/s. Each
+// throughput run through gRPC is followed by one of the database alone (the store's prepared
+// dcl_reserve call from as many connections, no gRPC, no gate), and both print their CPU per call
+// (this process and the PostgreSQL cluster, from /proc) and the calls/s the cores allow at that
+// cost: on a machine where load generator, server and database share two cores, that bound, not
+// the commit, is what limits calls/s.
 //
 // Scenarios:
 //   1. throughput: 1, 8, 32, 64 clients reserving for --seconds each on a pool of
@@ -33,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <pqxx/pqxx>
 #include <string>
 #include <thread>
@@ -49,6 +55,8 @@
 #include "services/common/server.h"
 #include "services/reservation/reservation_logic.h"
 #include "services/reservation/reservation_service.h"
+#include "services/reservation/reservation_store.h"
+#include "tests/bench/cpu_meter.h"
 #include "tests/bench/insert_ceiling.h"
 
 ABSL_FLAG(std::string, database_url, "", "a migrated, disposable database");
@@ -190,9 +198,11 @@ class Bench {
                      site, "'"));
   }
 
-  // clients threads; each calls Reserve until `until` (or `calls_per_client` calls if > 0).
+  // clients threads; each calls Reserve until `until` (or `calls_per_client` calls if > 0); all
+  // together make at most `max_calls` calls if > 0.
   Outcomes Run(const std::string& site, int clients, double seconds, int calls_per_client,
-               const std::string& prefix, const std::string& token = "") {
+               const std::string& prefix, const std::string& token = "", int max_calls = 0) {
+    std::atomic<int> issued{0};
     const std::string bearer = "Bearer " + (token.empty() ? token_ : token);
     std::vector<Outcomes> per(clients);
     std::atomic<int> ready{0};
@@ -207,6 +217,7 @@ class Bench {
         const auto until = *start_holder + std::chrono::duration<double>(seconds);
         for (int i = 0;; ++i) {
           if (calls_per_client > 0 ? i >= calls_per_client : Clock::now() >= until) break;
+          if (max_calls > 0 && issued++ >= max_calls) break;
           v1::ReserveRequest request;
           request.set_idempotency_key(absl::StrCat(prefix, "-", c, "-", i));
           request.mutable_criteria()->set_site_id(site);
@@ -247,6 +258,94 @@ class Bench {
     total.seconds = std::chrono::duration<double>(Clock::now() - *start_holder).count();
     for (const auto& o : per) total.Merge(o);
     return total;
+  }
+
+  // The database alone: `clients` connections calling the store's ReserveInDatabase (the same
+  // prepared dcl_reserve statement the service sends, in autocommit) for `seconds`, with no gRPC,
+  // no gate and no token lookup. What Reserve could reach if the service cost nothing.
+  Outcomes RunDirect(const std::string& site, int clients, double seconds, int max_calls,
+                     const std::string& prefix) {
+    std::atomic<int> issued{0};
+    std::vector<Outcomes> per(clients);
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        pqxx::connection conn(url_);
+        std::mt19937_64 rng(std::random_device{}());
+        reservation::Criteria criteria;
+        criteria.site_id = site;
+        ++ready;
+        while (!go) std::this_thread::yield();
+        const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+        for (int i = 0; Clock::now() < until && issued++ < max_calls; ++i) {
+          char walk_start[37];
+          const uint64_t hi = rng(), lo = rng();
+          std::snprintf(walk_start, sizeof(walk_start), "%08x-%04x-%04x-%04x-%012llx",
+                        static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xffff),
+                        static_cast<unsigned>(hi & 0xffff), static_cast<unsigned>(lo >> 48),
+                        static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+          const auto t0 = Clock::now();
+          pqxx::nontransaction tx(conn);
+          const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
+              tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria, walk_start, 900, "bench",
+              reservation::WalkLimits{}, /*prepared=*/true);
+          per[c].latency_ms.push_back(
+              std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          switch (outcome.kind) {
+            case reservation::ReserveOutcome::Kind::kHeld: per[c].held++; break;
+            case reservation::ReserveOutcome::Kind::kReplay: per[c].replay++; break;
+            case reservation::ReserveOutcome::Kind::kContended: per[c].contended++; break;
+            case reservation::ReserveOutcome::Kind::kNoCandidate:
+            case reservation::ReserveOutcome::Kind::kWalkLimit: per[c].no_capacity++; break;
+            case reservation::ReserveOutcome::Kind::kNoSite: per[c].other++; break;
+          }
+        }
+      });
+    }
+    while (ready < clients) std::this_thread::yield();
+    const auto start = Clock::now();
+    go = true;
+    for (auto& t : threads) t.join();
+    Outcomes total;
+    total.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    for (const auto& o : per) total.Merge(o);
+    return total;
+  }
+
+  // One run of Reserve through gRPC and one of the database alone at `clients`, each beside the
+  // ceiling and with its CPU per call, so that a run shows what the service adds and what the
+  // cores allow. Each run stops after --seconds or when half the site is held, whichever comes
+  // first: a run that sold the whole site would measure walks past ever more held machines and,
+  // at the end, refusals, not the cost of a hold. Holds are cancelled after each.
+  int64_t Throughput(const std::string& name, const std::string& site, int clients, int machines,
+                     const std::string& prefix) {
+    const double seconds = absl::GetFlag(FLAGS_seconds);
+    const int max_calls = machines / 2;
+    CpuSeconds before = ReadCpuSeconds(url_);
+    const double ceiling = InsertCeiling(url_, clients, seconds);
+    CpuSeconds after = ReadCpuSeconds(url_);
+    std::printf("   ceiling (one-row INSERT, %d clients): %.0f tx/s\n", clients, ceiling);
+    PrintCpuPerCall(before, after, static_cast<long long>(ceiling * seconds), "INSERT client");
+    before = ReadCpuSeconds(url_);
+    const Outcomes o = Run(site, clients, seconds, 0, prefix, "", max_calls);
+    after = ReadCpuSeconds(url_);
+    Row(name, clients, machines, o);
+    CeilingRow(clients, ceiling, o);
+    PrintCpuPerCall(before, after, o.latency_ms.size(), "load generator + server");
+    int64_t violations = Audit();
+    CancelHolds(site);
+    before = ReadCpuSeconds(url_);
+    const Outcomes direct = RunDirect(site, clients, seconds, max_calls, prefix + "-db");
+    after = ReadCpuSeconds(url_);
+    Row(name + ", db alone", clients, machines, direct);
+    CeilingRow(clients, ceiling, direct);
+    PrintCpuPerCall(before, after, direct.latency_ms.size(), "client");
+    if (direct.other > 0) ++violations;
+    violations += Audit();
+    CancelHolds(site);
+    return violations;
   }
 
   // One client that reserves on each of `sites` in turn, `calls` rounds: every site sees the
@@ -320,12 +419,12 @@ class Bench {
   }
 
   static void Header() {
-    std::printf("%-26s %7s %8s %7s %9s %8s %8s %8s %6s %6s %9s %7s %6s\n", "scenario", "clients",
+    std::printf("%-34s %7s %8s %7s %9s %8s %8s %8s %6s %6s %9s %7s %6s\n", "scenario", "clients",
                 "machines", "calls", "calls/s", "p50 ms", "p95 ms", "p99 ms", "held", "replay",
                 "contended", "no_cap", "errors");
   }
   static void Row(const std::string& name, int clients, int machines, const Outcomes& o) {
-    std::printf("%-26s %7d %8d %7zu %9.1f %8.2f %8.2f %8.2f %6d %6d %9d %7d %6d\n", name.c_str(),
+    std::printf("%-34s %7d %8d %7zu %9.1f %8.2f %8.2f %8.2f %6d %6d %9d %7d %6d\n", name.c_str(),
                 clients, machines, o.latency_ms.size(), o.latency_ms.size() / o.seconds,
                 Percentile(o.latency_ms, 0.50), Percentile(o.latency_ms, 0.95),
                 Percentile(o.latency_ms, 0.99), o.held, o.replay, o.contended, o.no_capacity,
@@ -403,13 +502,8 @@ int Main() {
                 absl::GetFlag(FLAGS_seconds));
     Bench::Header();
     for (int clients : {1, 8, 32}) {
-      const double ceiling = dcl::bench::InsertCeiling(url, clients, absl::GetFlag(FLAGS_seconds));
-      Outcomes o = bench.Run(s10k, clients, absl::GetFlag(FLAGS_seconds), 0,
-                             absl::StrCat("shared-tp", clients));
-      Bench::Row("shared 10k throughput", clients, 10000, o);
-      Bench::CeilingRow(clients, ceiling, o);
-      violations += bench.Audit();
-      bench.CancelHolds(s10k);
+      violations += bench.Throughput("shared 10k throughput", s10k, clients, 10000,
+                                     absl::StrCat("shared-tp", clients));
     }
 
     std::printf("\n-- 256 clients, one Reserve each, 10 machines\n");
@@ -432,13 +526,8 @@ int Main() {
                 absl::GetFlag(FLAGS_seconds), machines);
     Bench::Header();
     for (int clients : {1, 8, 32, 64}) {
-      const double ceiling = dcl::bench::InsertCeiling(url, clients, absl::GetFlag(FLAGS_seconds));
-      Outcomes o =
-          bench.Run(site, clients, absl::GetFlag(FLAGS_seconds), 0, absl::StrCat("tp", clients));
-      Bench::Row(absl::StrCat("throughput"), clients, machines, o);
-      Bench::CeilingRow(clients, ceiling, o);
-      violations += bench.Audit();
-      bench.CancelHolds(site);
+      violations +=
+          bench.Throughput("throughput", site, clients, machines, absl::StrCat("tp", clients));
     }
   }
 

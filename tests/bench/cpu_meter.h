@@ -1,0 +1,30 @@
+// CPU time read from /proc, so that a benchmark can say where a call's CPU went: to this process
+// (the load generator and, where the benchmark hosts it, the server) or to the PostgreSQL
+// cluster behind its connection. On the 2-core machine both share the cores, and calls/s times
+// CPU per call is what the cores allow: that product is printed beside the ratio to the ceiling.
+#ifndef DCL_TESTS_BENCH_CPU_METER_H_
+#define DCL_TESTS_BENCH_CPU_METER_H_
+
+#include <string>
+
+namespace dcl::bench {
+
+struct CpuSeconds {
+  double process = 0;   // this process, all threads
+  double database = 0;  // the postmaster and every process it started, live or exited
+  bool database_measured = false;  // false when the cluster is not on this machine
+};
+
+// CPU used so far, after a pause of 300 ms for backends whose clients just left. `url` names
+// the cluster (any of its databases); one short connection finds its postmaster. The database figure counts exited children through the postmaster's
+// cutime/cstime, so backends that came and went between two readings are not lost.
+CpuSeconds ReadCpuSeconds(const std::string& url);
+
+// "CPU per call: this process X ms, PostgreSQL Y ms; N cores allow at most Z calls/s" for the
+// calls made between two readings.
+void PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, long long calls,
+                     const std::string& process_role);
+
+}  // namespace dcl::bench
+
+#endif  // DCL_TESTS_BENCH_CPU_METER_H_
