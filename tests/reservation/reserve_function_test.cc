@@ -292,5 +292,19 @@ TEST_CASE("the candidate step probes holds by device whatever the statistics say
   }
 }
 
+// The probe above has exactly one index to choose: no other index of reservations starts with
+// device_id (migration 0027 dropped reservations_device_idx, which held every reservation ever
+// made and would have answered "is this device held?" by reading the device's whole history).
+// A migration that adds such an index again must also show that the probe keeps the arbiter.
+TEST_CASE("the arbiter is the only index of reservations that starts with device_id") {
+  TestDatabase db;
+  const std::string indexes = db.Scalar(
+      "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_index i "
+      "JOIN pg_class c ON c.oid = i.indexrelid "
+      "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+      "WHERE i.indrelid = 'reservations'::regclass AND a.attname = 'device_id'");
+  CHECK(indexes == kDeviceHeldIndex);
+}
+
 }  // namespace
 }  // namespace dcl::reservation

@@ -1,0 +1,20 @@
+-- reservations_device_idx (device_id, every reservation ever made) goes: no statement reads it.
+-- Every question the services ask by device is "is this device held?", and the arbiter
+-- reservations_device_held_uq (device_id WHERE state = 'held') answers it with at most one entry.
+--
+-- What it cost: one more index entry for every hold, and again for every change of state (held
+-- → converted / cancelled / expired changes a column of the partial indexes' predicates, so the
+-- update is never HOT and writes an entry into every index of the table). Measured with pgbench
+-- calling dcl_reserve from 32 connections on a 100,000-machine site, with and without the index
+-- in turn, three rounds after a CHECKPOINT each: 3,007 / 3,102 / 3,322 → 3,198 / 3,745 / 3,676
+-- holds/s (+6 %, +21 %, +11 %).
+--
+-- And it was a second index for dcl_reserve's probe `h.device_id = d.id AND h.state = 'held'`,
+-- whose plan is made once per connection: through it, "is this device held?" would read the
+-- device's whole history and filter by state. With it gone the arbiter is the only index whose
+-- first column is device_id (tests/reservation/reserve_function_test checks that in the catalog).
+--
+-- The foreign key reservations_device_fk stays. Only deleting a device (or changing its id)
+-- would now check reservations without an index; the services never do either (a device is
+-- decommissioned, not deleted).
+DROP INDEX reservations_device_idx;
