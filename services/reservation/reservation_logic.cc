@@ -1,8 +1,6 @@
 #include "services/reservation/reservation_logic.h"
 
-#include <cstdio>
 #include <optional>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -21,19 +19,6 @@
 namespace dcl::reservation {
 
 namespace {
-
-// A uniformly random UUID-shaped string: the start of Reserve's walk over the site's devices.
-// Random per call, so concurrent orders start at different places and spread over the pool.
-std::string RandomPivot() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const uint64_t hi = rng(), lo = rng();
-  char buf[37];
-  std::snprintf(buf, sizeof(buf), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
-                static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
-                static_cast<unsigned>(lo >> 48),
-                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
-  return buf;
-}
 
 // Ids compared as text (Classify, replays) in the database's spelling: lower case.
 Criteria CriteriaOf(const v1::ReservationCriteria& c) {
@@ -253,7 +238,7 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
                                        v1::ReserveResponse* response) {
   absl::StatusOr<ReserveCall> call = ReadReserveRequest(principal, request, options_);
   if (!call.ok()) return call.status();
-  call->walk_start = walk_start_for_test_.empty() ? RandomPivot() : walk_start_for_test_;
+  call->walk_start = walk_start_for_test_.empty() ? RandomWalkStart() : walk_start_for_test_;
   absl::StatusOr<ReserveDecision> decision =
       DecideInDatabase(pool_, *call, options_.max_listed_devices);
   if (!decision.ok()) return decision.status();

@@ -1,5 +1,8 @@
 #include "services/reservation/reservation_store.h"
 
+#include <cstdint>
+#include <cstdio>
+#include <random>
 #include <stdexcept>
 #include <utility>
 
@@ -170,6 +173,17 @@ ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::stri
     }
   }
   return summary;
+}
+
+std::string RandomWalkStart() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t hi = rng(), lo = rng();
+  char buf[37];
+  std::snprintf(buf, sizeof(buf), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
+                static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buf;
 }
 
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,

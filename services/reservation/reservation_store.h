@@ -90,6 +90,10 @@ ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::stri
                                      const Criteria& criteria, int max_listed);
 
 // --- reservations: the write path
+// A uniformly random UUID-shaped string: where a Reserve's walk over the site's devices starts.
+// Random per call, so concurrent orders start at different places and spread over the pool.
+std::string RandomWalkStart();
+
 // Reserve's common path, one statement (dcl_reserve in schema/migrations/
 // 0020_reserve_function.sql): the order's existing reservation, or the site check, the walk
 // from `walk_start`, one candidate locked at a time and the hold inserted with the arbiter

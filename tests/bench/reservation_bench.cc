@@ -38,7 +38,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <random>
 #include <pqxx/pqxx>
 #include <string>
 #include <thread>
@@ -273,24 +272,18 @@ class Bench {
     for (int c = 0; c < clients; ++c) {
       threads.emplace_back([&, c] {
         pqxx::connection conn(url_);
-        std::mt19937_64 rng(std::random_device{}());
         reservation::Criteria criteria;
         criteria.site_id = site;
         ++ready;
         while (!go) std::this_thread::yield();
         const auto until = Clock::now() + std::chrono::duration<double>(seconds);
         for (int i = 0; Clock::now() < until && issued++ < max_calls; ++i) {
-          char walk_start[37];
-          const uint64_t hi = rng(), lo = rng();
-          std::snprintf(walk_start, sizeof(walk_start), "%08x-%04x-%04x-%04x-%012llx",
-                        static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xffff),
-                        static_cast<unsigned>(hi & 0xffff), static_cast<unsigned>(lo >> 48),
-                        static_cast<unsigned long long>(lo & 0xffffffffffffULL));
           const auto t0 = Clock::now();
           pqxx::nontransaction tx(conn);
           const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
-              tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria, walk_start, 900, "bench",
-              reservation::WalkLimits{}, /*prepared=*/true);
+              tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
+              reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{},
+              /*prepared=*/true);
           per[c].latency_ms.push_back(
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
           switch (outcome.kind) {
