@@ -299,32 +299,57 @@ absl::Status ConstraintRejection(pqxx::transaction_base& tx, const Principal& pr
   return UnexpectedViolation("booking", result);
 }
 
-// The header and every slot in one statement: a violation undoes both (no orphan header). It
-// answers what the response needs and only the database knows, as one text (GuardedExec returns
-// one column): id, rack id, device id (canonical text), created_at and expires_at in
-// microseconds, separated by '|'; so a booking is not read back after it is written.
-const std::string& InsertBookingSql() {
-  static const std::string* sql = new std::string(absl::StrCat(R"sql(
-WITH h AS (
-  INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit,
-                        last_unit, expires_at, created_by, reason)
-  VALUES ($1[1]::uuid, $1[2]::uuid, $1[3]::uuid, $1[4], $1[5]::uuid, $1[6]::boolean,
-          $1[7]::boolean, $1[8]::integer, $1[9]::integer,
-          CASE WHEN $1[10]::bigint > 0 THEN now() + make_interval(secs => $1[10]::bigint)
-          END,
-          $1[11], $1[12])
-  RETURNING id, rack_id, device_id, created_at, expires_at
-), s AS (
-  INSERT INTO booking_slots (booking_id, rack_id, side, unit)
-  SELECT h.id, h.rack_id, x.side, x.unit
-  FROM h, unnest($1[13]::text[], $1[14]::integer[]) AS x(side, unit)
-)
-SELECT id::text || '|' || rack_id::text || '|' || coalesce(device_id::text, '') || '|' ||
-       )sql", SqlMicros("created_at"), R"sql( || '|' ||
-       coalesce()sql", SqlMicros("expires_at"), R"sql(::text, '')
-  FROM h
-)sql"));
-  return *sql;
+// The header and every slot in one call of dcl_insert_booking (schema/migrations/
+// 0026_booking_insert_function.sql): its insert is static SQL, planned once per backend, and a
+// violation undoes both (no orphan header) and answers the violated constraint's name. It
+// answers what the response needs and only the database knows, as one text: id, rack id,
+// device id (canonical text), created_at and expires_at in microseconds (as SqlMicros spells
+// them), separated by '|'; so a booking is not read back after it is written.
+constexpr char kInsertBookingSql[] =
+    "SELECT returned, violated_constraint, violated_sqlstate FROM dcl_insert_booking("
+    "$1::uuid, $2::uuid, $3::uuid, $4::text, $5::uuid, $6::boolean, $7::boolean, $8::integer, "
+    "$9::integer, $10::bigint, $11::text, $12::text, $13::text[], $14::integer[])";
+
+// What CreateBooking writes, as dcl_insert_booking's arguments.
+struct InsertArgs {
+  std::string org_id;
+  std::string site_id;
+  std::string rack_id;
+  std::string kind;
+  const char* device_id = nullptr;  // NULL for a booking without a device
+  bool front = false;
+  bool rear = false;
+  int first_unit = 0;
+  int last_unit = 0;
+  int64_t ttl_seconds = 0;
+  std::string actor;
+  std::string reason;
+  std::string sides;  // text[] literal
+  std::string units;  // integer[] literal
+};
+
+// The function's outcome in GuardedExec's shape, so that one mapping (ConstraintRejection) reads
+// the violations of the insert and of the promotion.
+GuardedResult InsertBooking(pqxx::transaction_base& tx, const InsertArgs& a, bool prepared) {
+  // Prepared, the call is parsed and planned once per connection instead of on every booking.
+  static const char kInsertBooking[] = "dcl_insert_booking";
+  pqxx::row row = [&] {
+    if (!prepared) {
+      return tx.exec_params1(kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind, a.device_id,
+                             a.front, a.rear, a.first_unit, a.last_unit, a.ttl_seconds, a.actor,
+                             a.reason, a.sides, a.units);
+    }
+    tx.conn().prepare(kInsertBooking, kInsertBookingSql);  // the same definition again is a no-op
+    return tx.exec_prepared1(kInsertBooking, a.org_id, a.site_id, a.rack_id, a.kind, a.device_id,
+                             a.front, a.rear, a.first_unit, a.last_unit, a.ttl_seconds, a.actor,
+                             a.reason, a.sides, a.units);
+  }();
+  GuardedResult result;
+  if (!row[0].is_null()) result.returned = row[0].as<std::string>();
+  result.affected = result.returned ? 1 : 0;
+  if (!row[1].is_null()) result.violated_constraint = row[1].as<std::string>();
+  if (!row[2].is_null()) result.violated_sqlstate = row[2].as<std::string>();
+  return result;
 }
 
 // The created booking, from the insert's answer and what was inserted (LoadBooking's shape:
@@ -495,7 +520,7 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
 }
 
 absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
-                                          const BookingSpec& spec) {
+                                          const BookingSpec& spec, bool prepared_statement) {
   absl::StatusOr<Prepared> prepared = Prepare(tx, principal, spec);
   if (!prepared.ok()) return prepared.status();
   if (!prepared->plan.ok()) return Detected(prepared->plan.status(), "planner");
@@ -512,25 +537,24 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
     low = std::min(low, s.unit);
     high = std::max(high, s.unit);
   }
-  std::vector<std::optional<std::string>> args = {
-      principal.org_id,
-      prepared->rack.site_id,
-      spec.rack_id,
-      std::string(BookingKindName(spec.kind)),
-      spec.device_id.empty() ? std::nullopt : std::optional<std::string>(spec.device_id),
-      front ? "true" : "false",
-      rear ? "true" : "false",
-      std::to_string(low),
-      std::to_string(high),
-      std::to_string(spec.ttl_seconds),
-      principal.Actor(),
-      spec.reason,
-      TextArrayLiteral(SideArgs(claimed)),
-      IntArrayLiteral(claimed),
-  };
+  InsertArgs args;
+  args.org_id = principal.org_id;
+  args.site_id = prepared->rack.site_id;
+  args.rack_id = spec.rack_id;
+  args.kind = BookingKindName(spec.kind);
+  args.device_id = spec.device_id.empty() ? nullptr : spec.device_id.c_str();
+  args.front = front;
+  args.rear = rear;
+  args.first_unit = low;
+  args.last_unit = high;
+  args.ttl_seconds = spec.ttl_seconds;
+  args.actor = principal.Actor();
+  args.reason = spec.reason;
+  args.sides = TextArrayLiteral(SideArgs(claimed));
+  args.units = IntArrayLiteral(claimed);
 
   for (int attempt = 0; attempt < kMaxInsertAttempts; ++attempt) {
-    GuardedResult result = GuardedExec(tx, InsertBookingSql(), args);
+    GuardedResult result = InsertBooking(tx, args, prepared_statement);
     if (!result.violated()) {
       if (!result.returned) return Internal("the booking insert returned no id");
       return CreatedBooking(*result.returned, spec, principal, claimed);
