@@ -389,16 +389,49 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
 // The one release statement: every booking the `targets` query names (a query yielding `id`) that
 // is still active gets released_at (database clock), released_by ($1) and release_reason ($2),
 // and its slot rows released_at, in one statement, so a booking is never half released. The
-// targets' own parameters are $3 onwards. Returns (bookings released, slots released).
-std::string ReleaseSql(const char* targets) {
+// targets' own parameters are $3 onwards. `answer` is the statement's final query; it sees the
+// released headers as `h` (their new values) and the released slots as `s`. By default it
+// returns (bookings released, slots released).
+std::string ReleaseSql(
+    const char* targets,
+    const std::string& answer = "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)") {
   return absl::StrCat(
       "WITH targets AS (", targets,
       "), h AS (UPDATE bookings b SET released_at = now(), released_by = $1, "
       "release_reason = $2 FROM targets WHERE b.id = targets.id AND b.released_at IS NULL "
-      "RETURNING b.id), "
+      "RETURNING b.*), "
       "s AS (UPDATE booking_slots SET released_at = now() FROM h "
-      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) "
-      "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)");
+      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) ",
+      answer);
+}
+
+// The header columns of a booking as BookingFromHeader reads them, from `bookings` or from the
+// release statement's `h`.
+const std::string& HeaderColumns() {
+  static const std::string* columns = new std::string(absl::StrCat(
+      "rack_id::text, kind, device_id::text, created_by, reason, released_by, ",
+      SqlMicros("expires_at"), ", ", SqlMicros("created_at"), ", ", SqlMicros("released_at")));
+  return *columns;
+}
+
+// The booking from HeaderColumns() at the start of `row`, without its slots.
+v1::Booking BookingFromHeader(const std::string& booking_id, const pqxx::row& row) {
+  v1::Booking booking;
+  booking.set_id(booking_id);
+  booking.set_rack_id(row[0].as<std::string>());
+  booking.set_kind(ParseBookingKind(row[1].as<std::string>()));
+  booking.set_device_id(Text(row[2]));
+  booking.set_created_by(row[3].as<std::string>());
+  booking.set_reason(row[4].as<std::string>());
+  booking.set_released_by(Text(row[5]));
+  if (!row[6].is_null()) {
+    SetTimestampFromMicros(row[6].as<int64_t>(), booking.mutable_expires_at());
+  }
+  SetTimestampFromMicros(row[7].as<int64_t>(), booking.mutable_created_at());
+  if (!row[8].is_null()) {
+    SetTimestampFromMicros(row[8].as<int64_t>(), booking.mutable_released_at());
+  }
+  return booking;
 }
 
 // Releases header and slots of one active booking; returns whether it was active.
@@ -484,29 +517,11 @@ v1::BookingKind ParseBookingKind(const std::string& name) {
 absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const std::string& booking_id) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
-  pqxx::result h = tx.exec_params(
-      absl::StrCat("SELECT rack_id::text, kind, device_id::text, created_by, reason, released_by, ",
-                   SqlMicros("expires_at"), ", ", SqlMicros("created_at"), ", ",
-                   SqlMicros("released_at"),
-                   " FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid"),
-      booking_id, principal.org_id);
+  static const std::string* sql = new std::string(absl::StrCat(
+      "SELECT ", HeaderColumns(), " FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid"));
+  pqxx::result h = tx.exec_params(*sql, booking_id, principal.org_id);
   if (h.empty()) return NotFound("booking", booking_id);
-  const auto row = h[0];
-  v1::Booking booking;
-  booking.set_id(booking_id);
-  booking.set_rack_id(row[0].as<std::string>());
-  booking.set_kind(ParseBookingKind(row[1].as<std::string>()));
-  booking.set_device_id(Text(row[2]));
-  booking.set_created_by(row[3].as<std::string>());
-  booking.set_reason(row[4].as<std::string>());
-  booking.set_released_by(Text(row[5]));
-  if (!row[6].is_null()) {
-    SetTimestampFromMicros(row[6].as<int64_t>(), booking.mutable_expires_at());
-  }
-  SetTimestampFromMicros(row[7].as<int64_t>(), booking.mutable_created_at());
-  if (!row[8].is_null()) {
-    SetTimestampFromMicros(row[8].as<int64_t>(), booking.mutable_released_at());
-  }
+  v1::Booking booking = BookingFromHeader(booking_id, h[0]);
   pqxx::result slots = tx.exec_params(
       "SELECT side, unit FROM booking_slots WHERE booking_id = $1::uuid "
       "ORDER BY side = 'rear', unit",
@@ -592,12 +607,34 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
                                            const std::string& reason) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
   if (absl::Status s = CheckText("reason", reason, kMaxNoteLength, false); !s.ok()) return s;
-  if (!ReleaseRow(tx, principal.org_id, booking_id, principal.Actor(), reason)) {
+  // The release answers the released booking as LoadBooking would read it right after: the
+  // header's new values from the update, and every slot row of the booking (the final query's
+  // snapshot predates the update, which changes only released_at, so it lists the same rows).
+  static const std::string* sql = new std::string(ReleaseSql(
+      "SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid",
+      absl::StrCat("SELECT ", HeaderColumns(),
+                   ", (SELECT string_agg(x.side || ' ' || x.unit, ',' ORDER BY x.side = 'rear', "
+                   "x.unit) FROM booking_slots x WHERE x.booking_id = h.id) FROM h")));
+  pqxx::result r = tx.exec_params(*sql, principal.Actor(), reason, booking_id, principal.org_id);
+  if (r.empty()) {
     absl::StatusOr<v1::Booking> existing = LoadBooking(tx, principal, booking_id);
     if (!existing.ok()) return existing.status();
     return WrongState(booking_id, absl::StrCat("booking ", booking_id, " is already released"));
   }
-  return LoadBooking(tx, principal, booking_id);
+  v1::Booking booking = BookingFromHeader(booking_id, r[0]);
+  if (!r[0][9].is_null()) {
+    for (absl::string_view slot : absl::StrSplit(r[0][9].as<std::string>(), ',')) {
+      std::pair<std::string, std::string> side_unit = absl::StrSplit(slot, ' ');
+      int unit = 0;
+      if (!absl::SimpleAtoi(side_unit.second, &unit)) {
+        return Internal(absl::StrCat("unreadable released slot: ", slot));
+      }
+      v1::Slot* released = booking.add_slots();
+      released->set_side(ParseSide(side_unit.first));
+      released->set_unit(unit);
+    }
+  }
+  return booking;
 }
 
 int64_t ReleaseLapsedReservations(pqxx::transaction_base& tx, int limit,

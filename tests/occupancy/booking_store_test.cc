@@ -455,6 +455,36 @@ TEST_CASE("release frees exactly its units, header and slots together") {
   CHECK(DetailOf(twice).reason() == v1::WRONG_STATE);
 }
 
+TEST_CASE("a release answers the booking exactly as it reads afterwards") {
+  Site s;
+  auto pool = s.db.MakePool(1);
+  const BookingSpec spec = UnitRangeSpec(v1::BOOKING_RESERVATION, s.rack, v1::SIDE_UNSPECIFIED,
+                                         /*both_sides=*/true, 5, 7, "for the fabric", 3600);
+  const absl::StatusOr<v1::Booking> created = CreateAlone(*pool, s.op, spec);
+  REQUIRE(created.ok());
+  REQUIRE(created->slots_size() == 6);
+  absl::StatusOr<v1::Booking> released = pool->Transact(
+      [&](pqxx::work& tx) { return ReleaseBooking(tx, s.op, created->id(), "fabric cancelled"); });
+  REQUIRE(released.ok());
+  const absl::StatusOr<v1::Booking> stored =
+      pool->Transact([&](pqxx::work& tx) { return LoadBooking(tx, s.op, created->id()); });
+  REQUIRE(stored.ok());
+  CHECK(released->DebugString() == stored->DebugString());
+  CHECK(released->has_released_at());
+  CHECK(released->has_expires_at());
+  CHECK(released->released_by() == s.op.Actor());
+  CHECK(released->slots(0).side() == v1::SIDE_FRONT);
+  CHECK(released->slots(0).unit() == 5);
+  CHECK(released->slots(5).side() == v1::SIDE_REAR);
+  CHECK(released->slots(5).unit() == 7);
+  CHECK(s.ActiveSlots() == 0);
+  // Released already: the state is told, and nothing changes.
+  released = pool->Transact(
+      [&](pqxx::work& tx) { return ReleaseBooking(tx, s.op, created->id(), "again"); });
+  REQUIRE_FALSE(released.ok());
+  CHECK(DetailOf(released.status()).reason() == v1::WRONG_STATE);
+}
+
 TEST_CASE("a release that fails halfway leaves header and slots both active") {
   // Header and slots are one statement: if the transaction does not commit, neither changed.
   Site s;
