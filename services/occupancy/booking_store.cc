@@ -299,32 +299,57 @@ absl::Status ConstraintRejection(pqxx::transaction_base& tx, const Principal& pr
   return UnexpectedViolation("booking", result);
 }
 
-// The header and every slot in one statement: a violation undoes both (no orphan header). It
-// answers what the response needs and only the database knows, as one text (GuardedExec returns
-// one column): id, rack id, device id (canonical text), created_at and expires_at in
-// microseconds, separated by '|'; so a booking is not read back after it is written.
-const std::string& InsertBookingSql() {
-  static const std::string* sql = new std::string(absl::StrCat(R"sql(
-WITH h AS (
-  INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit,
-                        last_unit, expires_at, created_by, reason)
-  VALUES ($1[1]::uuid, $1[2]::uuid, $1[3]::uuid, $1[4], $1[5]::uuid, $1[6]::boolean,
-          $1[7]::boolean, $1[8]::integer, $1[9]::integer,
-          CASE WHEN $1[10]::bigint > 0 THEN now() + make_interval(secs => $1[10]::bigint)
-          END,
-          $1[11], $1[12])
-  RETURNING id, rack_id, device_id, created_at, expires_at
-), s AS (
-  INSERT INTO booking_slots (booking_id, rack_id, side, unit)
-  SELECT h.id, h.rack_id, x.side, x.unit
-  FROM h, unnest($1[13]::text[], $1[14]::integer[]) AS x(side, unit)
-)
-SELECT id::text || '|' || rack_id::text || '|' || coalesce(device_id::text, '') || '|' ||
-       )sql", SqlMicros("created_at"), R"sql( || '|' ||
-       coalesce()sql", SqlMicros("expires_at"), R"sql(::text, '')
-  FROM h
-)sql"));
-  return *sql;
+// The header and every slot in one call of dcl_insert_booking (schema/migrations/
+// 0026_booking_insert_function.sql): its insert is static SQL, planned once per backend, and a
+// violation undoes both (no orphan header) and answers the violated constraint's name. It
+// answers what the response needs and only the database knows, as one text: id, rack id,
+// device id (canonical text), created_at and expires_at in microseconds (as SqlMicros spells
+// them), separated by '|'; so a booking is not read back after it is written.
+constexpr char kInsertBookingSql[] =
+    "SELECT returned, violated_constraint, violated_sqlstate FROM dcl_insert_booking("
+    "$1::uuid, $2::uuid, $3::uuid, $4::text, $5::uuid, $6::boolean, $7::boolean, $8::integer, "
+    "$9::integer, $10::bigint, $11::text, $12::text, $13::text[], $14::integer[])";
+
+// What CreateBooking writes, as dcl_insert_booking's arguments.
+struct InsertArgs {
+  std::string org_id;
+  std::string site_id;
+  std::string rack_id;
+  std::string kind;
+  const char* device_id = nullptr;  // NULL for a booking without a device
+  bool front = false;
+  bool rear = false;
+  int first_unit = 0;
+  int last_unit = 0;
+  int64_t ttl_seconds = 0;
+  std::string actor;
+  std::string reason;
+  std::string sides;  // text[] literal
+  std::string units;  // integer[] literal
+};
+
+// The function's outcome in GuardedExec's shape, so that one mapping (ConstraintRejection) reads
+// the violations of the insert and of the promotion.
+GuardedResult InsertBooking(pqxx::transaction_base& tx, const InsertArgs& a, bool prepared) {
+  // Prepared, the call is parsed and planned once per connection instead of on every booking.
+  static const char kInsertBooking[] = "dcl_insert_booking";
+  pqxx::row row = [&] {
+    if (!prepared) {
+      return tx.exec_params1(kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind, a.device_id,
+                             a.front, a.rear, a.first_unit, a.last_unit, a.ttl_seconds, a.actor,
+                             a.reason, a.sides, a.units);
+    }
+    tx.conn().prepare(kInsertBooking, kInsertBookingSql);  // the same definition again is a no-op
+    return tx.exec_prepared1(kInsertBooking, a.org_id, a.site_id, a.rack_id, a.kind, a.device_id,
+                             a.front, a.rear, a.first_unit, a.last_unit, a.ttl_seconds, a.actor,
+                             a.reason, a.sides, a.units);
+  }();
+  GuardedResult result;
+  if (!row[0].is_null()) result.returned = row[0].as<std::string>();
+  result.affected = result.returned ? 1 : 0;
+  if (!row[1].is_null()) result.violated_constraint = row[1].as<std::string>();
+  if (!row[2].is_null()) result.violated_sqlstate = row[2].as<std::string>();
+  return result;
 }
 
 // The created booking, from the insert's answer and what was inserted (LoadBooking's shape:
@@ -364,16 +389,49 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
 // The one release statement: every booking the `targets` query names (a query yielding `id`) that
 // is still active gets released_at (database clock), released_by ($1) and release_reason ($2),
 // and its slot rows released_at, in one statement, so a booking is never half released. The
-// targets' own parameters are $3 onwards. Returns (bookings released, slots released).
-std::string ReleaseSql(const char* targets) {
+// targets' own parameters are $3 onwards. `answer` is the statement's final query; it sees the
+// released headers as `h` (their new values) and the released slots as `s`. By default it
+// returns (bookings released, slots released).
+std::string ReleaseSql(
+    const char* targets,
+    const std::string& answer = "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)") {
   return absl::StrCat(
       "WITH targets AS (", targets,
       "), h AS (UPDATE bookings b SET released_at = now(), released_by = $1, "
       "release_reason = $2 FROM targets WHERE b.id = targets.id AND b.released_at IS NULL "
-      "RETURNING b.id), "
+      "RETURNING b.*), "
       "s AS (UPDATE booking_slots SET released_at = now() FROM h "
-      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) "
-      "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)");
+      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) ",
+      answer);
+}
+
+// The header columns of a booking as BookingFromHeader reads them, from `bookings` or from the
+// release statement's `h`.
+const std::string& HeaderColumns() {
+  static const std::string* columns = new std::string(absl::StrCat(
+      "rack_id::text, kind, device_id::text, created_by, reason, released_by, ",
+      SqlMicros("expires_at"), ", ", SqlMicros("created_at"), ", ", SqlMicros("released_at")));
+  return *columns;
+}
+
+// The booking from HeaderColumns() at the start of `row`, without its slots.
+v1::Booking BookingFromHeader(const std::string& booking_id, const pqxx::row& row) {
+  v1::Booking booking;
+  booking.set_id(booking_id);
+  booking.set_rack_id(row[0].as<std::string>());
+  booking.set_kind(ParseBookingKind(row[1].as<std::string>()));
+  booking.set_device_id(Text(row[2]));
+  booking.set_created_by(row[3].as<std::string>());
+  booking.set_reason(row[4].as<std::string>());
+  booking.set_released_by(Text(row[5]));
+  if (!row[6].is_null()) {
+    SetTimestampFromMicros(row[6].as<int64_t>(), booking.mutable_expires_at());
+  }
+  SetTimestampFromMicros(row[7].as<int64_t>(), booking.mutable_created_at());
+  if (!row[8].is_null()) {
+    SetTimestampFromMicros(row[8].as<int64_t>(), booking.mutable_released_at());
+  }
+  return booking;
 }
 
 // Releases header and slots of one active booking; returns whether it was active.
@@ -459,29 +517,11 @@ v1::BookingKind ParseBookingKind(const std::string& name) {
 absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const std::string& booking_id) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
-  pqxx::result h = tx.exec_params(
-      absl::StrCat("SELECT rack_id::text, kind, device_id::text, created_by, reason, released_by, ",
-                   SqlMicros("expires_at"), ", ", SqlMicros("created_at"), ", ",
-                   SqlMicros("released_at"),
-                   " FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid"),
-      booking_id, principal.org_id);
+  static const std::string* sql = new std::string(absl::StrCat(
+      "SELECT ", HeaderColumns(), " FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid"));
+  pqxx::result h = tx.exec_params(*sql, booking_id, principal.org_id);
   if (h.empty()) return NotFound("booking", booking_id);
-  const auto row = h[0];
-  v1::Booking booking;
-  booking.set_id(booking_id);
-  booking.set_rack_id(row[0].as<std::string>());
-  booking.set_kind(ParseBookingKind(row[1].as<std::string>()));
-  booking.set_device_id(Text(row[2]));
-  booking.set_created_by(row[3].as<std::string>());
-  booking.set_reason(row[4].as<std::string>());
-  booking.set_released_by(Text(row[5]));
-  if (!row[6].is_null()) {
-    SetTimestampFromMicros(row[6].as<int64_t>(), booking.mutable_expires_at());
-  }
-  SetTimestampFromMicros(row[7].as<int64_t>(), booking.mutable_created_at());
-  if (!row[8].is_null()) {
-    SetTimestampFromMicros(row[8].as<int64_t>(), booking.mutable_released_at());
-  }
+  v1::Booking booking = BookingFromHeader(booking_id, h[0]);
   pqxx::result slots = tx.exec_params(
       "SELECT side, unit FROM booking_slots WHERE booking_id = $1::uuid "
       "ORDER BY side = 'rear', unit",
@@ -495,7 +535,7 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
 }
 
 absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
-                                          const BookingSpec& spec) {
+                                          const BookingSpec& spec, bool prepared_statement) {
   absl::StatusOr<Prepared> prepared = Prepare(tx, principal, spec);
   if (!prepared.ok()) return prepared.status();
   if (!prepared->plan.ok()) return Detected(prepared->plan.status(), "planner");
@@ -512,25 +552,24 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
     low = std::min(low, s.unit);
     high = std::max(high, s.unit);
   }
-  std::vector<std::optional<std::string>> args = {
-      principal.org_id,
-      prepared->rack.site_id,
-      spec.rack_id,
-      std::string(BookingKindName(spec.kind)),
-      spec.device_id.empty() ? std::nullopt : std::optional<std::string>(spec.device_id),
-      front ? "true" : "false",
-      rear ? "true" : "false",
-      std::to_string(low),
-      std::to_string(high),
-      std::to_string(spec.ttl_seconds),
-      principal.Actor(),
-      spec.reason,
-      TextArrayLiteral(SideArgs(claimed)),
-      IntArrayLiteral(claimed),
-  };
+  InsertArgs args;
+  args.org_id = principal.org_id;
+  args.site_id = prepared->rack.site_id;
+  args.rack_id = spec.rack_id;
+  args.kind = BookingKindName(spec.kind);
+  args.device_id = spec.device_id.empty() ? nullptr : spec.device_id.c_str();
+  args.front = front;
+  args.rear = rear;
+  args.first_unit = low;
+  args.last_unit = high;
+  args.ttl_seconds = spec.ttl_seconds;
+  args.actor = principal.Actor();
+  args.reason = spec.reason;
+  args.sides = TextArrayLiteral(SideArgs(claimed));
+  args.units = IntArrayLiteral(claimed);
 
   for (int attempt = 0; attempt < kMaxInsertAttempts; ++attempt) {
-    GuardedResult result = GuardedExec(tx, InsertBookingSql(), args);
+    GuardedResult result = InsertBooking(tx, args, prepared_statement);
     if (!result.violated()) {
       if (!result.returned) return Internal("the booking insert returned no id");
       return CreatedBooking(*result.returned, spec, principal, claimed);
@@ -568,12 +607,34 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
                                            const std::string& reason) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
   if (absl::Status s = CheckText("reason", reason, kMaxNoteLength, false); !s.ok()) return s;
-  if (!ReleaseRow(tx, principal.org_id, booking_id, principal.Actor(), reason)) {
+  // The release answers the released booking as LoadBooking would read it right after: the
+  // header's new values from the update, and every slot row of the booking (the final query's
+  // snapshot predates the update, which changes only released_at, so it lists the same rows).
+  static const std::string* sql = new std::string(ReleaseSql(
+      "SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid",
+      absl::StrCat("SELECT ", HeaderColumns(),
+                   ", (SELECT string_agg(x.side || ' ' || x.unit, ',' ORDER BY x.side = 'rear', "
+                   "x.unit) FROM booking_slots x WHERE x.booking_id = h.id) FROM h")));
+  pqxx::result r = tx.exec_params(*sql, principal.Actor(), reason, booking_id, principal.org_id);
+  if (r.empty()) {
     absl::StatusOr<v1::Booking> existing = LoadBooking(tx, principal, booking_id);
     if (!existing.ok()) return existing.status();
     return WrongState(booking_id, absl::StrCat("booking ", booking_id, " is already released"));
   }
-  return LoadBooking(tx, principal, booking_id);
+  v1::Booking booking = BookingFromHeader(booking_id, r[0]);
+  if (!r[0][9].is_null()) {
+    for (absl::string_view slot : absl::StrSplit(r[0][9].as<std::string>(), ',')) {
+      std::pair<std::string, std::string> side_unit = absl::StrSplit(slot, ' ');
+      int unit = 0;
+      if (!absl::SimpleAtoi(side_unit.second, &unit)) {
+        return Internal(absl::StrCat("unreadable released slot: ", slot));
+      }
+      v1::Slot* released = booking.add_slots();
+      released->set_side(ParseSide(side_unit.first));
+      released->set_unit(unit);
+    }
+  }
+  return booking;
 }
 
 int64_t ReleaseLapsedReservations(pqxx::transaction_base& tx, int limit,

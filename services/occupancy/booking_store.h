@@ -8,7 +8,8 @@
 // booking per rack, side and unit) and bookings_one_active_placement_per_device (one active
 // placement per device, across organizations). The planner (rack_plan.h) runs first only so that
 // the ordinary case gets a sentence; a lost race is caught here by the *name* of the index that
-// fired (GuardedExec) and turned into the same readable rejection:
+// fired (answered by dcl_insert_booking, or GuardedExec for a promotion) and turned into the
+// same readable rejection:
 //   booking_slots_active_uq                  → FAILED_PRECONDITION UNIT_OCCUPIED, with the
 //                                              colliding slots re-read after the violation
 //   bookings_one_active_placement_per_device → FAILED_PRECONDITION DEVICE_ALREADY_PLACED, with
@@ -95,10 +96,13 @@ struct PlanOutcome {
 
 // ---- Inside a caller's transaction (the move service composes these) ----
 
-// Creates the header and one slot row per claimed (side, unit) as one guarded statement: on a
-// violation neither exists. Returns the booking with its slots.
+// Creates the header and one slot row per claimed (side, unit) in one call of the schema's
+// dcl_insert_booking: on a violation neither exists. Returns the booking with its slots.
+// `prepared_statement`: make that call a prepared statement of the connection (only where the
+// connection is the session's own, not behind a transaction-pooling PgBouncer, where the next
+// transaction may run on a server connection that never saw the PREPARE).
 absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
-                                          const BookingSpec& spec);
+                                          const BookingSpec& spec, bool prepared_statement = false);
 
 // Releases an active booking: header and slots in this transaction. Already released →
 // FAILED_PRECONDITION WRONG_STATE. Returns the released booking.

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/occupancy/occupancy_logic.h"
@@ -181,6 +182,100 @@ TEST_CASE("a direct INSERT that bypasses the write path gets the bare violation 
     message = e.what();
   }
   CHECK_THAT(message, Catch::Contains("booking_slots_active_uq"));
+}
+
+// dcl_insert_booking (migration 0026) called as the services call it, through their role.
+struct InsertAnswer {
+  std::string returned;  // "" for NULL
+  std::string violated_constraint;
+  std::string violated_sqlstate;
+};
+InsertAnswer InsertThroughFunction(pqxx::transaction_base& tx, const Site& s, const char* kind,
+                                   int first_unit, int last_unit, int64_t ttl_seconds) {
+  std::string sides = "{";
+  std::string units = "{";
+  for (int unit = first_unit; unit <= last_unit; ++unit) {
+    if (unit > first_unit) {
+      sides += ',';
+      units += ',';
+    }
+    sides += "front";
+    units += std::to_string(unit);
+  }
+  const pqxx::row r = tx.exec_params1(
+      "SELECT returned, violated_constraint, violated_sqlstate FROM dcl_insert_booking("
+      "$1::uuid, $2::uuid, $3::uuid, $4, NULL, true, false, $5, $6, $7, 'test', '', "
+      "$8::text[], $9::integer[])",
+      s.org, s.site, s.rack, kind, first_unit, last_unit, ttl_seconds, sides + "}", units + "}");
+  auto text = [](const pqxx::field& f) { return f.is_null() ? std::string() : f.c_str(); };
+  return {text(r[0]), text(r[1]), text(r[2])};
+}
+
+TEST_CASE("the insert function names booking_slots_active_uq and keeps no header of the loser") {
+  Site s;
+  pqxx::connection conn(s.db.service_url());
+  pqxx::work tx(conn);
+  const InsertAnswer first = InsertThroughFunction(tx, s, "blocking", 9, 10, 0);
+  REQUIRE(first.violated_sqlstate.empty());
+  REQUIRE_FALSE(first.returned.empty());
+  // Front U10 is the first booking's: the header goes in, its slots collide, and both are undone.
+  const InsertAnswer second = InsertThroughFunction(tx, s, "blocking", 10, 11, 0);
+  CHECK(second.returned.empty());
+  CHECK(second.violated_constraint == "booking_slots_active_uq");
+  CHECK(second.violated_sqlstate == "23505");
+  // The caller's transaction is still usable and holds only the first booking.
+  CHECK(tx.exec1("SELECT count(*) FROM bookings")[0].as<int64_t>() == 1);
+  CHECK(tx.exec1("SELECT count(*) FROM booking_slots")[0].as<int64_t>() == 2);
+  // The answer: id|rack|device|created_us|expires_us, read back from the rows themselves.
+  const pqxx::row row = tx.exec1(
+      "SELECT id::text || '|' || rack_id::text || '||' || "
+      "(extract(epoch FROM created_at) * 1000000)::bigint || '|' FROM bookings");
+  CHECK(first.returned == row[0].as<std::string>());
+  const InsertAnswer reserved = InsertThroughFunction(tx, s, "reservation", 20, 20, 3600);
+  REQUIRE(reserved.violated_sqlstate.empty());
+  const std::vector<std::string> fields = absl::StrSplit(reserved.returned, '|');
+  REQUIRE(fields.size() == 5);
+  // now() is the transaction's clock: the expiry is exactly the TTL after the creation.
+  CHECK(std::stoll(fields[4]) - std::stoll(fields[3]) == 3600LL * 1000000);
+  tx.commit();
+  CHECK(s.Bookings() == 2);
+  CHECK(s.ActiveSlots() == 3);
+}
+
+TEST_CASE("a create that lost to the slot index reads the same, its insert prepared or not") {
+  const bool prepared_statement = GENERATE(false, true);
+  Site s;
+  const std::string d1 = s.Device();
+  const std::string d2 = s.Device();
+  auto first_conn = s.db.Connect();
+  pqxx::work first(*first_conn);
+  const absl::StatusOr<v1::Booking> won = CreateBooking(
+      first, s.op, DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, d1, v1::SIDE_FRONT, 9, ""),
+      prepared_statement);
+  REQUIRE(won.ok());
+  auto pool = s.db.MakePool(1);
+  absl::StatusOr<v1::Booking> second = absl::UnknownError("not run");
+  std::thread t([&] {
+    second = pool->Transact([&](pqxx::work& tx) {
+      return CreateBooking(
+          tx, s.op, DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, d2, v1::SIDE_FRONT, 9, ""),
+          prepared_statement);
+    });
+  });
+  REQUIRE(WaitForLockWaiter(s.db));
+  first.commit();
+  t.join();
+  REQUIRE_FALSE(second.ok());
+  const v1::ErrorDetail detail = DetailOf(second.status());
+  CHECK(detail.reason() == v1::UNIT_OCCUPIED);
+  CHECK(detail.metadata().at("detected_by") == "slot_index");
+  CHECK(s.Bookings() == 1);
+  CHECK(s.ActiveSlots() == 1);
+  // The winner's answer, built from the function's text, is the booking as stored.
+  const absl::StatusOr<v1::Booking> stored =
+      pool->Transact([&](pqxx::work& tx) { return LoadBooking(tx, s.op, won->id()); });
+  REQUIRE(stored.ok());
+  CHECK(won->DebugString() == stored->DebugString());
 }
 
 TEST_CASE("the same device placed into two racks at once: one placement, DEVICE_ALREADY_PLACED") {
@@ -358,6 +453,36 @@ TEST_CASE("release frees exactly its units, header and slots together") {
   // Releasing twice is refused, and changes nothing.
   absl::Status twice = logic.ReleaseBooking(s.op, release, &released);
   CHECK(DetailOf(twice).reason() == v1::WRONG_STATE);
+}
+
+TEST_CASE("a release answers the booking exactly as it reads afterwards") {
+  Site s;
+  auto pool = s.db.MakePool(1);
+  const BookingSpec spec = UnitRangeSpec(v1::BOOKING_RESERVATION, s.rack, v1::SIDE_UNSPECIFIED,
+                                         /*both_sides=*/true, 5, 7, "for the fabric", 3600);
+  const absl::StatusOr<v1::Booking> created = CreateAlone(*pool, s.op, spec);
+  REQUIRE(created.ok());
+  REQUIRE(created->slots_size() == 6);
+  absl::StatusOr<v1::Booking> released = pool->Transact(
+      [&](pqxx::work& tx) { return ReleaseBooking(tx, s.op, created->id(), "fabric cancelled"); });
+  REQUIRE(released.ok());
+  const absl::StatusOr<v1::Booking> stored =
+      pool->Transact([&](pqxx::work& tx) { return LoadBooking(tx, s.op, created->id()); });
+  REQUIRE(stored.ok());
+  CHECK(released->DebugString() == stored->DebugString());
+  CHECK(released->has_released_at());
+  CHECK(released->has_expires_at());
+  CHECK(released->released_by() == s.op.Actor());
+  CHECK(released->slots(0).side() == v1::SIDE_FRONT);
+  CHECK(released->slots(0).unit() == 5);
+  CHECK(released->slots(5).side() == v1::SIDE_REAR);
+  CHECK(released->slots(5).unit() == 7);
+  CHECK(s.ActiveSlots() == 0);
+  // Released already: the state is told, and nothing changes.
+  released = pool->Transact(
+      [&](pqxx::work& tx) { return ReleaseBooking(tx, s.op, created->id(), "again"); });
+  REQUIRE_FALSE(released.ok());
+  CHECK(DetailOf(released.status()).reason() == v1::WRONG_STATE);
 }
 
 TEST_CASE("a release that fails halfway leaves header and slots both active") {
