@@ -141,6 +141,21 @@ SELECT r.site_id::text, r.name, r.first_unit, r.unit_count, r.numbering, r.has_r
    FOR KEY SHARE OF r
 )sql";
 
+// Slots aggregated by a statement as "side unit,side unit,..." (NULL: none).
+absl::StatusOr<std::vector<SlotRef>> SlotList(const pqxx::field& field) {
+  std::vector<SlotRef> slots;
+  if (field.is_null()) return slots;
+  for (absl::string_view slot : absl::StrSplit(field.as<std::string>(), ',')) {
+    std::pair<std::string, std::string> side_unit = absl::StrSplit(slot, ' ');
+    int unit = 0;
+    if (!absl::SimpleAtoi(side_unit.second, &unit)) {
+      return Internal(absl::StrCat("unreadable slot in a statement's answer: ", slot));
+    }
+    slots.push_back({ParseSide(side_unit.first), unit});
+  }
+  return slots;
+}
+
 absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& principal,
                                  const BookingSpec& spec) {
   if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
@@ -179,18 +194,9 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
     request.last_unit = spec.last_unit;
     request.both_sides = spec.both_sides;
   }
-  std::vector<SlotRef> taken;
-  if (!row[9].is_null()) {
-    for (absl::string_view slot : absl::StrSplit(row[9].as<std::string>(), ',')) {
-      std::pair<std::string, std::string> side_unit = absl::StrSplit(slot, ' ');
-      int unit = 0;
-      if (!absl::SimpleAtoi(side_unit.second, &unit)) {
-        return Internal(absl::StrCat("unreadable taken slot: ", slot));
-      }
-      taken.push_back({ParseSide(side_unit.first), unit});
-    }
-  }
-  prepared.plan = Plan(prepared.rack.geometry, taken, request);
+  absl::StatusOr<std::vector<SlotRef>> taken = SlotList(row[9]);
+  if (!taken.ok()) return taken.status();
+  prepared.plan = Plan(prepared.rack.geometry, *taken, request);
   // Malformed requests are the caller's error, not a rejection of this booking.
   if (!prepared.plan.ok() && prepared.plan.status().code() == absl::StatusCode::kInvalidArgument) {
     return prepared.plan.status();
@@ -622,17 +628,12 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
     return WrongState(booking_id, absl::StrCat("booking ", booking_id, " is already released"));
   }
   v1::Booking booking = BookingFromHeader(booking_id, r[0]);
-  if (!r[0][9].is_null()) {
-    for (absl::string_view slot : absl::StrSplit(r[0][9].as<std::string>(), ',')) {
-      std::pair<std::string, std::string> side_unit = absl::StrSplit(slot, ' ');
-      int unit = 0;
-      if (!absl::SimpleAtoi(side_unit.second, &unit)) {
-        return Internal(absl::StrCat("unreadable released slot: ", slot));
-      }
-      v1::Slot* released = booking.add_slots();
-      released->set_side(ParseSide(side_unit.first));
-      released->set_unit(unit);
-    }
+  absl::StatusOr<std::vector<SlotRef>> released = SlotList(r[0][9]);
+  if (!released.ok()) return released.status();
+  for (const SlotRef& s : *released) {
+    v1::Slot* slot = booking.add_slots();
+    slot->set_side(s.side);
+    slot->set_unit(s.unit);
   }
   return booking;
 }
