@@ -1,5 +1,7 @@
 #include "services/common/db.h"
 
+#include <functional>
+
 #include <postgresql/libpq-events.h>
 #include <postgresql/libpq-fe.h>
 #include <spdlog/spdlog.h>
@@ -9,6 +11,26 @@
 #include "services/common/status.h"
 
 namespace dcl {
+
+namespace {
+// Set by PreparedStatementScope (DbPool, while it runs a callback on this thread).
+thread_local bool t_prepared_statements = false;
+}  // namespace
+
+PreparedStatementScope::PreparedStatementScope(bool prepared)
+    : previous_(t_prepared_statements) {
+  t_prepared_statements = prepared;
+}
+
+PreparedStatementScope::~PreparedStatementScope() { t_prepared_statements = previous_; }
+
+bool PreparedStatementsOnThisThread() { return t_prepared_statements; }
+
+std::string PreparedStatementName(const std::string& sql) {
+  // 64 bits of hash: a collision would need two of the program's few hundred texts to meet, and
+  // libpqxx would then refuse the second definition under the same name rather than run it.
+  return absl::StrCat("dcl_", absl::Hex(std::hash<std::string>{}(sql), absl::kZeroPad16));
+}
 namespace {
 
 thread_local uint64_t statements_on_this_thread = 0;

@@ -50,6 +50,49 @@ struct DbOptions {
 // connections of no pool (WatchMove's listener, migrate) are not counted.
 uint64_t DbStatementsOnThisThread();
 
+// Statements parsed and planned once per connection. Where the connection is the session's own
+// (no transaction-pooling PgBouncer in between), ExecCached runs `sql` as a named prepared
+// statement of the connection, named after its text: PostgreSQL parses and plans it on the
+// connection's first call only (libpqxx sends the PREPARE with the first execution), which for
+// short statements is most of their cost. Behind a transaction pooler the next transaction may
+// reach a server connection that never saw the PREPARE (PgBouncer 1.18 does not carry
+// protocol-level prepared statements), so there, and outside a DbPool callback, it runs as a
+// plain parameterised statement. DbPool::Transact and AutocommitIdempotent set which applies
+// (PreparedStatementScope) while their callback runs on the calling thread.
+// Only for SQL texts fixed at compile or start-up time: each distinct text becomes one prepared
+// statement on every connection that runs it.
+class PreparedStatementScope {
+ public:
+  explicit PreparedStatementScope(bool prepared);
+  ~PreparedStatementScope();
+  PreparedStatementScope(const PreparedStatementScope&) = delete;
+  PreparedStatementScope& operator=(const PreparedStatementScope&) = delete;
+
+ private:
+  const bool previous_;
+};
+bool PreparedStatementsOnThisThread();
+// The statement's name on every connection: "dcl_" and a hash of its text.
+std::string PreparedStatementName(const std::string& sql);
+
+template <typename... Args>
+pqxx::result ExecCached(pqxx::transaction_base& tx, const std::string& sql, Args&&... args) {
+  if (!PreparedStatementsOnThisThread()) return tx.exec_params(sql, std::forward<Args>(args)...);
+  const std::string name = PreparedStatementName(sql);
+  tx.conn().prepare(name, sql);  // the same definition again is a no-op
+  return tx.exec_prepared(name, std::forward<Args>(args)...);
+}
+
+// ExecCached for a statement that answers exactly one row (as exec_params1).
+template <typename... Args>
+pqxx::row ExecCached1(pqxx::transaction_base& tx, const std::string& sql, Args&&... args) {
+  pqxx::result r = ExecCached(tx, sql, std::forward<Args>(args)...);
+  if (r.size() != 1) {
+    throw pqxx::unexpected_rows("expected 1 row, got " + std::to_string(r.size()) + ": " + sql);
+  }
+  return r[0];
+}
+
 // Whether `url` is a connection string libpq can read at all (key=value pairs or a
 // postgresql:// URI), without connecting: a malformed one is a configuration error the caller
 // reports as such, not an unreachable database to retry. INVALID_ARGUMENT with libpq's reason.
@@ -179,6 +222,7 @@ std::invoke_result_t<Fn, pqxx::work&> DbPool::Transact(Fn&& fn) {
     try {
       pqxx::work tx(lease->conn());
       if (!per_transaction_settings().empty()) tx.exec(per_transaction_settings());
+      PreparedStatementScope prepared(!options_.transaction_pooler);
       Result result = fn(tx);
       if (result.ok()) {
         committing = true;
@@ -206,6 +250,7 @@ std::invoke_result_t<Fn, pqxx::nontransaction&> DbPool::AutocommitIdempotent(Fn&
     if (!lease.ok()) return Result(lease.status());
     try {
       pqxx::nontransaction tx(lease->conn());
+      PreparedStatementScope prepared(!options_.transaction_pooler);
       return fn(tx);
     } catch (const pqxx::broken_connection& e) {
       lease->MarkBroken();

@@ -435,14 +435,12 @@ absl::StatusOr<DeviceRow> LockMovableDevice(pqxx::transaction_base& tx, const Pr
 // this move stays. From then on the machine is being moved and is not for sale (eligibility.h
 // excludes 'moving'); the state it had is frozen in the preflight and comes back when the move
 // ends, whichever way it ends.
-// `prepared_statement` as for occupancy::CreateBooking.
 absl::Status HoldDestination(pqxx::transaction_base& tx, const Principal& p,
-                             const v1::StartMoveRequest& req, const std::string& move_id,
-                             bool prepared_statement) {
+                             const v1::StartMoveRequest& req, const std::string& move_id) {
   const occupancy::BookingSpec hold = occupancy::DeviceFootprintSpec(
       v1::BOOKING_MOVE_HOLD, req.destination_rack_id(), req.device_id(), req.destination_side(),
       req.destination_unit(), absl::StrCat("move ", move_id));
-  absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold, prepared_statement);
+  absl::StatusOr<v1::Booking> booking = occupancy::CreateBooking(tx, p, hold);
   if (!booking.ok()) return booking.status();
   SetMoveHold(tx, move_id, booking->id());
   SetProcessState(tx, req.device_id(), "moving");
@@ -467,8 +465,7 @@ absl::Status MoveLogic::StartMove(const Principal& p, const v1::StartMoveRequest
         absl::StatusOr<std::string> move_id =
             InsertStartedMove(tx, p, req, initial, *route, PreflightOf(*device, *route, req));
         if (!move_id.ok()) return move_id.status();
-        DCL_RETURN_IF_ERROR(
-            HoldDestination(tx, p, req, *move_id, !pool_.options().transaction_pooler));
+        DCL_RETURN_IF_ERROR(HoldDestination(tx, p, req, *move_id));
         absl::StatusOr<MoveRecord> m = LoadMove(tx, p.org_id, *move_id, false);
         if (!m.ok()) return m.status();
         RecordStart(tx, p, *m, route->source, req.note());

@@ -160,8 +160,8 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
                                  const BookingSpec& spec) {
   if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
   const bool footprint = UsesDeviceFootprint(spec);
-  pqxx::result r = tx.exec_params(kPrepareSql, spec.rack_id, principal.org_id,
-                                  footprint ? spec.device_id : std::string());
+  pqxx::result r = ExecCached(tx, kPrepareSql, spec.rack_id, principal.org_id,
+                              footprint ? spec.device_id : std::string());
   if (r.empty()) return NotFound("rack", spec.rack_id);
   const pqxx::row row = r[0];
   Prepared prepared;
@@ -335,21 +335,12 @@ struct InsertArgs {
 };
 
 // The function's outcome in GuardedExec's shape, so that one mapping (ConstraintRejection) reads
-// the violations of the insert and of the promotion.
-GuardedResult InsertBooking(pqxx::transaction_base& tx, const InsertArgs& a, bool prepared) {
-  // Prepared, the call is parsed and planned once per connection instead of on every booking.
-  static const char kInsertBooking[] = "dcl_insert_booking";
-  pqxx::row row = [&] {
-    if (!prepared) {
-      return tx.exec_params1(kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind, a.device_id,
-                             a.front, a.rear, a.first_unit, a.last_unit, a.ttl_seconds, a.actor,
-                             a.reason, a.sides, a.units);
-    }
-    tx.conn().prepare(kInsertBooking, kInsertBookingSql);  // the same definition again is a no-op
-    return tx.exec_prepared1(kInsertBooking, a.org_id, a.site_id, a.rack_id, a.kind, a.device_id,
-                             a.front, a.rear, a.first_unit, a.last_unit, a.ttl_seconds, a.actor,
-                             a.reason, a.sides, a.units);
-  }();
+// the violations of the insert and of the promotion. ExecCached: the call is parsed and planned
+// once per connection where the connection is its own.
+GuardedResult InsertBooking(pqxx::transaction_base& tx, const InsertArgs& a) {
+  const pqxx::row row = ExecCached1(tx, kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind,
+                                    a.device_id, a.front, a.rear, a.first_unit, a.last_unit,
+                                    a.ttl_seconds, a.actor, a.reason, a.sides, a.units);
   GuardedResult result;
   if (!row[0].is_null()) result.returned = row[0].as<std::string>();
   result.affected = result.returned ? 1 : 0;
@@ -446,7 +437,7 @@ bool ReleaseRow(pqxx::transaction_base& tx, const std::string& org_id,
                 const std::string& reason) {
   static const std::string* sql = new std::string(
       ReleaseSql("SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid"));
-  pqxx::row r = tx.exec_params1(*sql, released_by, reason, booking_id, org_id);
+  pqxx::row r = ExecCached1(tx, *sql, released_by, reason, booking_id, org_id);
   return r[0].as<int64_t>() > 0;
 }
 
@@ -525,13 +516,14 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
   static const std::string* sql = new std::string(absl::StrCat(
       "SELECT ", HeaderColumns(), " FROM bookings WHERE id = $1::uuid AND org_id = $2::uuid"));
-  pqxx::result h = tx.exec_params(*sql, booking_id, principal.org_id);
+  pqxx::result h = ExecCached(tx, *sql, booking_id, principal.org_id);
   if (h.empty()) return NotFound("booking", booking_id);
   v1::Booking booking = BookingFromHeader(booking_id, h[0]);
-  pqxx::result slots = tx.exec_params(
-      "SELECT side, unit FROM booking_slots WHERE booking_id = $1::uuid "
-      "ORDER BY side = 'rear', unit",
-      booking_id);
+  pqxx::result slots =
+      ExecCached(tx,
+                 "SELECT side, unit FROM booking_slots WHERE booking_id = $1::uuid "
+                 "ORDER BY side = 'rear', unit",
+                 booking_id);
   for (const auto& s : slots) {
     v1::Slot* slot = booking.add_slots();
     slot->set_side(ParseSide(s[0].as<std::string>()));
@@ -541,7 +533,7 @@ absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Princi
 }
 
 absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
-                                          const BookingSpec& spec, bool prepared_statement) {
+                                          const BookingSpec& spec) {
   absl::StatusOr<Prepared> prepared = Prepare(tx, principal, spec);
   if (!prepared.ok()) return prepared.status();
   if (!prepared->plan.ok()) return Detected(prepared->plan.status(), "planner");
@@ -575,7 +567,7 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
   args.units = IntArrayLiteral(claimed);
 
   for (int attempt = 0; attempt < kMaxInsertAttempts; ++attempt) {
-    GuardedResult result = InsertBooking(tx, args, prepared_statement);
+    GuardedResult result = InsertBooking(tx, args);
     if (!result.violated()) {
       if (!result.returned) return Internal("the booking insert returned no id");
       return CreatedBooking(*result.returned, spec, principal, claimed);
@@ -621,7 +613,7 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
       absl::StrCat("SELECT ", HeaderColumns(),
                    ", (SELECT string_agg(x.side || ' ' || x.unit, ',' ORDER BY x.side = 'rear', "
                    "x.unit) FROM booking_slots x WHERE x.booking_id = h.id) FROM h")));
-  pqxx::result r = tx.exec_params(*sql, principal.Actor(), reason, booking_id, principal.org_id);
+  pqxx::result r = ExecCached(tx, *sql, principal.Actor(), reason, booking_id, principal.org_id);
   if (r.empty()) {
     absl::StatusOr<v1::Booking> existing = LoadBooking(tx, principal, booking_id);
     if (!existing.ok()) return existing.status();

@@ -98,11 +98,8 @@ struct PlanOutcome {
 
 // Creates the header and one slot row per claimed (side, unit) in one call of the schema's
 // dcl_insert_booking: on a violation neither exists. Returns the booking with its slots.
-// `prepared_statement`: make that call a prepared statement of the connection (only where the
-// connection is the session's own, not behind a transaction-pooling PgBouncer, where the next
-// transaction may run on a server connection that never saw the PREPARE).
 absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
-                                          const BookingSpec& spec, bool prepared_statement = false);
+                                          const BookingSpec& spec);
 
 // Releases an active booking: header and slots in this transaction. Already released →
 // FAILED_PRECONDITION WRONG_STATE. Returns the released booking.

@@ -135,12 +135,10 @@ absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec,
                                     const google::protobuf::Message& request,
                                     const std::string& request_id, v1::Booking* out,
                                     bool* replayed) {
-  // A prepared insert only where the connection is the session's own (booking_store.h).
-  const bool prepared_statement = !pool_.options().transaction_pooler;
   return request_ledger::TransactOnce(pool_, p.org_id, rpc, request_id, request, out, replayed,
                                       [&](pqxx::work& tx) -> absl::Status {
                                         absl::StatusOr<v1::Booking> booking =
-                                            CreateBooking(tx, p, spec, prepared_statement);
+                                            CreateBooking(tx, p, spec);
                                         if (!booking.ok()) return booking.status();
                                         *out = *std::move(booking);
                                         return absl::OkStatus();

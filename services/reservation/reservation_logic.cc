@@ -166,14 +166,11 @@ bool IsRefusal(ReserveOutcome::Kind kind) {
 // connection twice when many callers are refused at once.
 absl::StatusOr<ReserveDecision> DecideInDatabase(DbPool& pool, const ReserveCall& call,
                                                  int max_listed_devices) {
-  // Prepared statements need the connection to be the session's own (not behind a
-  // transaction-pooling PgBouncer).
-  const bool prepared = !pool.options().transaction_pooler;
   return pool.AutocommitIdempotent(
       [&](pqxx::nontransaction& tx) -> absl::StatusOr<ReserveDecision> {
         ReserveDecision decision;
         decision.outcome = ReserveInDatabase(tx, call.org, call.key, call.criteria, call.walk_start,
-                                             call.ttl_seconds, call.actor, call.limits, prepared);
+                                             call.ttl_seconds, call.actor, call.limits);
         if (IsRefusal(decision.outcome.kind)) {
           decision.summary = SummarizeExclusions(tx, call.org, call.criteria, max_listed_devices);
         }

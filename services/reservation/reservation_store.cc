@@ -189,8 +189,7 @@ std::string RandomWalkStart() {
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
                                  const std::string& key, const Criteria& criteria,
                                  const std::string& walk_start, int ttl_seconds,
-                                 const std::string& actor, const WalkLimits& limits,
-                                 bool prepared) {
+                                 const std::string& actor, const WalkLimits& limits) {
   // The function returns the reservation as a composite value (an outer query in the same
   // statement would not see the row the function inserted); the lateral subquery only spreads
   // it into the columns RecordFromRow reads.
@@ -199,18 +198,11 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
       ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited "
       "FROM dcl_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) f, "
       "LATERAL (SELECT (f.reservation).*) r"));
-  // Prepared, the call is parsed and planned once per connection instead of on every Reserve.
-  static const char kReserve[] = "dcl_reserve";
+  // ExecCached: parsed and planned once per connection where the connection is its own.
   auto call = [&] {
-    if (!prepared) {
-      return tx.exec_params1(*sql, org, key, criteria.site_id, criteria.vendor, criteria.model,
-                             criteria.hardware_profile, walk_start, ttl_seconds, actor,
-                             limits.max_candidates, limits.max_attempts, limits.max_rows);
-    }
-    tx.conn().prepare(kReserve, *sql);  // the same definition again is a no-op
-    return tx.exec_prepared1(kReserve, org, key, criteria.site_id, criteria.vendor,
-                             criteria.model, criteria.hardware_profile, walk_start, ttl_seconds,
-                             actor, limits.max_candidates, limits.max_attempts, limits.max_rows);
+    return ExecCached1(tx, *sql, org, key, criteria.site_id, criteria.vendor, criteria.model,
+                       criteria.hardware_profile, walk_start, ttl_seconds, actor,
+                       limits.max_candidates, limits.max_attempts, limits.max_rows);
   };
   pqxx::row row = [&] {
     try {

@@ -98,14 +98,12 @@ std::string RandomWalkStart();
 // 0020_reserve_function.sql): the order's existing reservation, or the site check, the walk
 // from `walk_start`, one candidate locked at a time and the hold inserted with the arbiter
 // index deciding. Run it in autocommit (pqxx::nontransaction): the function's transaction is
-// the statement's, so its row and advisory locks end with it. `prepared`: run it as a
-// prepared statement of the connection (only where the connection is the session's own, not
-// behind a transaction-pooling PgBouncer).
+// the statement's, so its row and advisory locks end with it. A prepared statement of the
+// connection where the connection is the session's own (ExecCached, db.h).
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
                                  const std::string& key, const Criteria& criteria,
                                  const std::string& walk_start, int ttl_seconds,
-                                 const std::string& actor, const WalkLimits& limits,
-                                 bool prepared = false);
+                                 const std::string& actor, const WalkLimits& limits);
 // held → converted / expired (at conversion) / cancelled. The row must be locked and held.
 void MarkConverted(pqxx::transaction_base& tx, const std::string& id, const std::string& service_id,
                    const std::string& actor);

@@ -280,10 +280,10 @@ class Bench {
         for (int i = 0; Clock::now() < until && issued++ < max_calls; ++i) {
           const auto t0 = Clock::now();
           pqxx::nontransaction tx(conn);
+          PreparedStatementScope prepared(true);  // as on the service's own connections
           const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
               tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
-              reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{},
-              /*prepared=*/true);
+              reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{});
           per[c].latency_ms.push_back(
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
           switch (outcome.kind) {

@@ -273,6 +273,61 @@ TEST_CASE("through a transaction pooler every transaction carries its own pool's
   CHECK(slow.code() == absl::StatusCode::kDeadlineExceeded);
 }
 
+// ExecCached (db.h): a named prepared statement where the pool's connections are the session's
+// own, a plain parameterised statement behind a transaction pooler and outside a pool's callback.
+TEST_CASE("ExecCached prepares on a pool's own connections, and nowhere else") {
+  TestDatabase db;
+  const std::string sql = "SELECT $1::int + 1";
+  const std::string name = PreparedStatementName(sql);
+  // Runs the statement, then asks the same session whether it now holds a statement by that name.
+  auto run = [&](pqxx::transaction_base& tx) {
+    CHECK(ExecCached1(tx, sql, 41)[0].as<int>() == 42);
+    return tx.exec_params1("SELECT count(*) FROM pg_prepared_statements WHERE name = $1", name)[0]
+        .as<int>();
+  };
+  auto direct = db.MakePool(1);
+  CHECK(direct->Transact([&](pqxx::work& tx) -> absl::StatusOr<int> { return run(tx); }).value() ==
+        1);
+  CHECK(direct
+            ->AutocommitIdempotent(
+                [&](pqxx::nontransaction& tx) -> absl::StatusOr<int> { return run(tx); })
+            .value() == 1);
+  CHECK_FALSE(PreparedStatementsOnThisThread());  // the scope ended with the callback
+
+  DbOptions pooled;
+  pooled.url = db.service_url();
+  pooled.pool_size = 1;
+  pooled.transaction_pooler = true;  // as configured behind PgBouncer
+  DbPool marked(pooled);
+  CHECK(marked.Transact([&](pqxx::work& tx) -> absl::StatusOr<int> { return run(tx); }).value() ==
+        0);
+
+  auto conn = db.Connect();
+  pqxx::work outside(*conn);
+  CHECK(run(outside) == 0);
+  outside.abort();
+
+  // Through the real PgBouncer (transaction mode, 5 server connections): a prepared statement
+  // would reach server connections that never saw it; the plain statement always runs.
+  pooled.url = db.PgBouncerUrl();
+  pooled.pool_size = 6;
+  DbPool bouncer(pooled);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 30; ++i) {
+        absl::StatusOr<int> r = bouncer.Transact([&](pqxx::work& tx) -> absl::StatusOr<int> {
+          return ExecCached1(tx, sql, i)[0].as<int>();
+        });
+        if (!r.ok() || *r != i + 1) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(failures == 0);
+}
+
 TEST_CASE("statements are counted on their thread: BEGIN, each statement, COMMIT or ROLLBACK") {
   TestDatabase db;
   auto pool = db.MakePool(2);

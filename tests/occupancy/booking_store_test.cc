@@ -249,17 +249,23 @@ TEST_CASE("a create that lost to the slot index reads the same, its insert prepa
   const std::string d2 = s.Device();
   auto first_conn = s.db.Connect();
   pqxx::work first(*first_conn);
-  const absl::StatusOr<v1::Booking> won = CreateBooking(
-      first, s.op, DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, d1, v1::SIDE_FRONT, 9, ""),
-      prepared_statement);
+  const absl::StatusOr<v1::Booking> won = [&] {
+    PreparedStatementScope prepared(prepared_statement);
+    return CreateBooking(
+        first, s.op, DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, d1, v1::SIDE_FRONT, 9, ""));
+  }();
   REQUIRE(won.ok());
-  auto pool = s.db.MakePool(1);
+  // The loser's pool prepares its statements, or not, as a pool behind a transaction pooler.
+  DbOptions options;
+  options.url = s.db.service_url();
+  options.pool_size = 1;
+  options.transaction_pooler = !prepared_statement;
+  auto pool = std::make_unique<DbPool>(options);
   absl::StatusOr<v1::Booking> second = absl::UnknownError("not run");
   std::thread t([&] {
     second = pool->Transact([&](pqxx::work& tx) {
       return CreateBooking(
-          tx, s.op, DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, d2, v1::SIDE_FRONT, 9, ""),
-          prepared_statement);
+          tx, s.op, DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, d2, v1::SIDE_FRONT, 9, ""));
     });
   });
   REQUIRE(WaitForLockWaiter(s.db));
