@@ -85,10 +85,10 @@ absl::StatusOr<Claim> Begin(pqxx::transaction_base& tx, const std::string& org_i
   // With a concurrent claim of the same id in flight, this statement waits on the primary key
   // until that transaction ends: rolled back → this insert proceeds; committed → no row here and
   // the committed row is read below (a new statement sees it under READ COMMITTED).
-  if (!tx.exec_params(kClaimSql, org_id, request_id, rpc_name, digest_hex).empty()) {
+  if (!ExecCached(tx, kClaimSql, org_id, request_id, rpc_name, digest_hex).empty()) {
     return claim;
   }
-  pqxx::result existing = tx.exec_params(kReadSql, org_id, request_id);
+  pqxx::result existing = ExecCached(tx, kReadSql, org_id, request_id);
   if (existing.empty()) {
     // Deleted between the two statements (the sweeper's retention): the caller retries.
     return Error(absl::StatusCode::kAborted, v1::RETRY_TRANSACTION,
@@ -119,9 +119,8 @@ absl::StatusOr<Claim> Begin(pqxx::transaction_base& tx, const std::string& org_i
 absl::Status Finish(pqxx::transaction_base& tx, const Claim& claim,
                     const google::protobuf::Message& response) {
   if (claim.request_id.empty() || claim.replay) return absl::OkStatus();
-  pqxx::result r =
-      tx.exec_params(kFinishSql, claim.org_id, claim.request_id,
-                     absl::BytesToHexString(response.SerializeAsString()));
+  pqxx::result r = ExecCached(tx, kFinishSql, claim.org_id, claim.request_id,
+                              absl::BytesToHexString(response.SerializeAsString()));
   if (r.affected_rows() != 1) return Internal("the claimed request id was not found to complete");
   return absl::OkStatus();
 }
@@ -141,12 +140,12 @@ absl::Status TransactOnce(DbPool& pool, const std::string& org_id, Rpc rpc,
 
 void Abandon(pqxx::transaction_base& tx, const Claim& claim) {
   if (claim.request_id.empty() || claim.replay) return;
-  tx.exec_params("DELETE FROM client_requests WHERE org_id = $1::uuid AND request_id = $2",
-                 claim.org_id, claim.request_id);
+  ExecCached(tx, "DELETE FROM client_requests WHERE org_id = $1::uuid AND request_id = $2",
+             claim.org_id, claim.request_id);
 }
 
 int64_t DeleteExpired(pqxx::transaction_base& tx, absl::Duration retention, int limit) {
-  pqxx::result result = tx.exec_params(kDeleteExpiredSql, limit, absl::ToInt64Seconds(retention));
+  pqxx::result result = ExecCached(tx, kDeleteExpiredSql, limit, absl::ToInt64Seconds(retention));
   return static_cast<int64_t>(result.affected_rows());
 }
 

@@ -105,20 +105,21 @@ v1::MoveEvent ToProto(const std::string& move_id, const MoveEventRecord& e) {
 
 void SetProcessState(pqxx::transaction_base& tx, const std::string& device_id,
                      const std::string& process_state) {
-  tx.exec_params("UPDATE devices SET process_state = $2 WHERE id = $1::uuid", device_id,
-                 process_state);
+  ExecCached(tx, "UPDATE devices SET process_state = $2 WHERE id = $1::uuid", device_id,
+             process_state);
 }
 
 bool DeviceInOrganization(pqxx::transaction_base& tx, const std::string& org_id,
                           const std::string& device_id) {
-  return !tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
-                         device_id, org_id)
+  return !ExecCached(tx, "SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
+                     device_id, org_id)
               .empty();
 }
 
 std::optional<RackRow> FindRack(pqxx::transaction_base& tx, const std::string& org_id,
                                 const std::string& rack_id) {
-  pqxx::result r = tx.exec_params(
+  pqxx::result r = ExecCached(
+      tx,
       "SELECT site_id::text, first_unit, first_unit + unit_count - 1, has_rear FROM racks "
       "WHERE id = $1::uuid AND org_id = $2::uuid",
       rack_id, org_id);
@@ -129,20 +130,19 @@ std::optional<RackRow> FindRack(pqxx::transaction_base& tx, const std::string& o
 
 std::string InsertJob(pqxx::transaction_base& tx, const std::string& org_id,
                       const std::string& kind, const std::string& detail) {
-  return tx
-      .exec_params1(
-          "INSERT INTO jobs (org_id, kind, detail) VALUES ($1::uuid, $2, $3) "
-          "RETURNING id::text",
-          org_id, kind, detail)[0]
+  return ExecCached1(tx,
+                     "INSERT INTO jobs (org_id, kind, detail) VALUES ($1::uuid, $2, $3) "
+                     "RETURNING id::text",
+                     org_id, kind, detail)[0]
       .as<std::string>();
 }
 
 void FinishJob(pqxx::transaction_base& tx, const std::string& job_id, const std::string& status) {
   if (job_id.empty()) return;
-  tx.exec_params(
-      "UPDATE jobs SET status = $2, finished_at = now(), updated_at = now() "
-      "WHERE id = $1::uuid AND status = 'running'",
-      job_id, status);
+  ExecCached(tx,
+             "UPDATE jobs SET status = $2, finished_at = now(), updated_at = now() "
+             "WHERE id = $1::uuid AND status = 'running'",
+             job_id, status);
 }
 
 absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove& m) {
@@ -181,27 +181,28 @@ absl::StatusOr<std::string> InsertMove(pqxx::transaction_base& tx, const NewMove
 
 void SetMoveHold(pqxx::transaction_base& tx, const std::string& move_id,
                  const std::string& booking_id) {
-  tx.exec_params("UPDATE moves SET move_hold_booking_id = $2::uuid WHERE id = $1::uuid", move_id,
-                 booking_id);
+  ExecCached(tx, "UPDATE moves SET move_hold_booking_id = $2::uuid WHERE id = $1::uuid", move_id,
+             booking_id);
 }
 
 absl::StatusOr<MoveRecord> LoadMove(pqxx::transaction_base& tx, const std::string& org_id,
                                     const std::string& move_id, bool for_update) {
   pqxx::result r =
-      tx.exec_params(absl::StrCat("SELECT ", MoveColumns(),
-                                  " FROM moves m WHERE m.id = $1::uuid AND m.org_id = $2::uuid",
-                                  for_update ? " FOR UPDATE" : ""),
-                     move_id, org_id);
+      ExecCached(tx,
+                 absl::StrCat("SELECT ", MoveColumns(),
+                              " FROM moves m WHERE m.id = $1::uuid AND m.org_id = $2::uuid",
+                              for_update ? " FOR UPDATE" : ""),
+                 move_id, org_id);
   if (r.empty()) return NotFound("move", move_id);
   return ReadMove(r[0]);
 }
 
 void UpdateState(pqxx::transaction_base& tx, const std::string& move_id, MoveState state,
                  const std::string& actor) {
-  tx.exec_params(
-      "UPDATE moves SET state = $2, updated_at = now(), updated_by = $3, "
-      "ended_at = CASE WHEN $4 THEN now() END WHERE id = $1::uuid",
-      move_id, std::string(StateName(state)), actor, IsTerminal(state));
+  ExecCached(tx,
+             "UPDATE moves SET state = $2, updated_at = now(), updated_by = $3, "
+             "ended_at = CASE WHEN $4 THEN now() END WHERE id = $1::uuid",
+             move_id, std::string(StateName(state)), actor, IsTerminal(state));
 }
 
 int64_t AppendEvent(pqxx::transaction_base& tx, const std::string& org_id,
@@ -209,19 +210,20 @@ int64_t AppendEvent(pqxx::transaction_base& tx, const std::string& org_id,
                     const std::string& observation, const std::string& note,
                     const std::string& actor) {
   const char* from_name = from ? StateName(*from) : nullptr;
-  return tx
-      .exec_params1(
-          "INSERT INTO move_events (move_id, org_id, sequence, from_state, to_state, "
-          "observation, note, actor) SELECT $1::uuid, $2::uuid, "
-          "coalesce(max(sequence), 0) + 1, $3, $4, $5, $6, $7 FROM move_events "
-          "WHERE move_id = $1::uuid RETURNING sequence",
-          move_id, org_id, from_name, std::string(StateName(to)), observation, note, actor)[0]
+  return ExecCached1(tx,
+                     "INSERT INTO move_events (move_id, org_id, sequence, from_state, to_state, "
+                     "observation, note, actor) SELECT $1::uuid, $2::uuid, "
+                     "coalesce(max(sequence), 0) + 1, $3, $4, $5, $6, $7 FROM move_events "
+                     "WHERE move_id = $1::uuid RETURNING sequence",
+                     move_id, org_id, from_name, std::string(StateName(to)), observation, note,
+                     actor)[0]
       .as<int64_t>();
 }
 
 std::vector<MoveEventRecord> EventsAfter(pqxx::transaction_base& tx, const std::string& org_id,
                                          const std::string& move_id, int64_t after) {
-  pqxx::result r = tx.exec_params(
+  pqxx::result r = ExecCached(
+      tx,
       absl::StrCat(
           "SELECT sequence, coalesce(from_state, ''), to_state, observation, note, actor, ",
           SqlMicros("at"),
@@ -253,16 +255,17 @@ int64_t AppendLocation(pqxx::transaction_base& tx, const LocationRow& row) {
     last = absl::StrCat(row.last_unit);
   }
   if (row.corrects_id != 0) corrects = absl::StrCat(row.corrects_id);
-  return tx
-      .exec_params1(
-          "INSERT INTO location_history (org_id, device_id, site_id, rack_id, side, first_unit, "
-          "last_unit, event, move_id, move_state, booking_id, corrects_id, note, actor) VALUES "
-          "($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8, $9::uuid, $10, $11::uuid, "
-          "$12::bigint, $13, $14) RETURNING id",
-          row.org_id, row.device_id, NullIfEmpty(row.site_id), NullIfEmpty(row.rack_id),
-          known ? NullIfEmpty(row.side) : nullptr, OrNull(first), OrNull(last), row.event,
-          NullIfEmpty(row.move_id), NullIfEmpty(row.move_state), NullIfEmpty(row.booking_id),
-          OrNull(corrects), row.note, row.actor)[0]
+  return ExecCached1(
+             tx,
+
+             "INSERT INTO location_history (org_id, device_id, site_id, rack_id, side, first_unit, "
+             "last_unit, event, move_id, move_state, booking_id, corrects_id, note, actor) VALUES "
+             "($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8, $9::uuid, $10, $11::uuid, "
+             "$12::bigint, $13, $14) RETURNING id",
+             row.org_id, row.device_id, NullIfEmpty(row.site_id), NullIfEmpty(row.rack_id),
+             known ? NullIfEmpty(row.side) : nullptr, OrNull(first), OrNull(last), row.event,
+             NullIfEmpty(row.move_id), NullIfEmpty(row.move_state), NullIfEmpty(row.booking_id),
+             OrNull(corrects), row.note, row.actor)[0]
       .as<int64_t>();
 }
 
@@ -336,10 +339,11 @@ v1::LocationRecord ToProto(const LocationRecordRow& record) {
 
 std::optional<LocationRecordRow> LoadLocation(pqxx::transaction_base& tx, const std::string& org_id,
                                               int64_t id) {
-  pqxx::result r = tx.exec_params(
-      absl::StrCat("SELECT ", LocationColumns(),
-                   " FROM location_history l WHERE l.id = $1 AND l.org_id = $2::uuid"),
-      id, org_id);
+  pqxx::result r =
+      ExecCached(tx,
+                 absl::StrCat("SELECT ", LocationColumns(),
+                              " FROM location_history l WHERE l.id = $1 AND l.org_id = $2::uuid"),
+                 id, org_id);
   if (r.empty()) return std::nullopt;
   return ReadLocation(r[0]);
 }

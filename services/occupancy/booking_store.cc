@@ -245,11 +245,12 @@ absl::Status UnitOccupied(const std::vector<SlotRef>& colliding, const std::stri
 // Where the device is placed, told only to its own organization.
 absl::Status DeviceAlreadyPlaced(pqxx::transaction_base& tx, const Principal& principal,
                                  const std::string& device_id) {
-  pqxx::result r = tx.exec_params(
-      "SELECT b.org_id::text, b.id::text, b.rack_id::text, r.name, b.front, b.rear, "
-      "b.first_unit, b.last_unit FROM bookings b JOIN racks r ON r.id = b.rack_id "
-      "WHERE b.device_id = $1::uuid AND b.kind = 'placement' AND b.released_at IS NULL",
-      device_id);
+  pqxx::result r =
+      ExecCached(tx,
+                 "SELECT b.org_id::text, b.id::text, b.rack_id::text, r.name, b.front, b.rear, "
+                 "b.first_unit, b.last_unit FROM bookings b JOIN racks r ON r.id = b.rack_id "
+                 "WHERE b.device_id = $1::uuid AND b.kind = 'placement' AND b.released_at IS NULL",
+                 device_id);
   if (r.empty() || r[0][0].as<std::string>() != principal.org_id) {
     // Another organization's placement (or one released a moment ago): the constraint spoke,
     // but nothing about another organization's racks is told.
@@ -277,8 +278,8 @@ absl::Status DeviceAlreadyPlaced(pqxx::transaction_base& tx, const Principal& pr
 
 absl::Status DeviceNotUsable(pqxx::transaction_base& tx, const Principal& principal,
                              const std::string& device_id) {
-  pqxx::result r = tx.exec_params("SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
-                                  device_id, principal.org_id);
+  pqxx::result r = ExecCached(tx, "SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid",
+                              device_id, principal.org_id);
   if (r.empty()) return NotFound("device", device_id);
   return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
                absl::StrCat("device ", device_id, " is registered at another site than the rack"))
@@ -678,10 +679,11 @@ absl::StatusOr<std::optional<v1::Booking>> FindActivePlacement(pqxx::transaction
                                                                const Principal& principal,
                                                                const std::string& device_id) {
   if (absl::Status s = CheckId("device_id", device_id); !s.ok()) return s;
-  pqxx::result r = tx.exec_params(
-      "SELECT id::text FROM bookings WHERE device_id = $1::uuid AND org_id = $2::uuid "
-      "AND kind = 'placement' AND released_at IS NULL",
-      device_id, principal.org_id);
+  pqxx::result r =
+      ExecCached(tx,
+                 "SELECT id::text FROM bookings WHERE device_id = $1::uuid AND org_id = $2::uuid "
+                 "AND kind = 'placement' AND released_at IS NULL",
+                 device_id, principal.org_id);
   if (r.empty()) return std::optional<v1::Booking>();
   absl::StatusOr<v1::Booking> booking = LoadBooking(tx, principal, r[0][0].as<std::string>());
   if (!booking.ok()) return booking.status();
@@ -700,10 +702,11 @@ absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Princi
   outcome.slots = *prepared->plan;
   if (spec.kind == v1::BOOKING_PLACEMENT) {
     // What the device index would say, in the same words.
-    pqxx::result placed = tx.exec_params(
-        "SELECT 1 FROM bookings WHERE device_id = $1::uuid AND kind = 'placement' "
-        "AND released_at IS NULL",
-        spec.device_id);
+    pqxx::result placed =
+        ExecCached(tx,
+                   "SELECT 1 FROM bookings WHERE device_id = $1::uuid AND kind = 'placement' "
+                   "AND released_at IS NULL",
+                   spec.device_id);
     if (!placed.empty()) {
       outcome.rejection = DeviceAlreadyPlaced(tx, principal, spec.device_id);
       return outcome;
@@ -713,7 +716,8 @@ absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Princi
     }
   }
   if (!spec.device_id.empty()) {
-    pqxx::result own = tx.exec_params(
+    pqxx::result own = ExecCached(
+        tx,
         "SELECT 1 FROM devices WHERE id = $1::uuid AND org_id = $2::uuid AND site_id = $3::uuid",
         spec.device_id, principal.org_id, prepared->rack.site_id);
     if (own.empty()) {

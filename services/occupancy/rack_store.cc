@@ -18,7 +18,8 @@ std::optional<int64_t> OptionalInt(const pqxx::field& f) {
 
 absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string& org_id,
                                   const std::string& rack_id) {
-  pqxx::result r = tx.exec_params(
+  pqxx::result r = ExecCached(
+      tx,
       "SELECT site_id::text, name, first_unit, unit_count, numbering, has_rear, "
       "power_budget_watts, weight_budget_kg FROM racks WHERE id = $1::uuid AND org_id = $2::uuid",
       rack_id, org_id);
@@ -36,7 +37,8 @@ absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string&
   g->set_has_rear(row[5].as<bool>());
   rack.set_power_budget_watts(row[6].is_null() ? 0 : row[6].as<int>());
   rack.set_weight_budget_kg(row[7].is_null() ? 0 : row[7].as<int>());
-  pqxx::result slots = tx.exec_params(
+  pqxx::result slots = ExecCached(
+      tx,
       "SELECT s.side, s.unit, b.id::text, b.kind, b.device_id::text "
       "FROM booking_slots s JOIN bookings b ON b.id = s.booking_id "
       "WHERE s.rack_id = $1::uuid AND s.released_at IS NULL ORDER BY s.unit, s.side = 'rear'",
@@ -54,14 +56,15 @@ absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string&
 
 absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::string& org_id,
                                       const std::string& rack_id) {
-  pqxx::result r = tx.exec_params(
-      "SELECT r.unit_count, r.has_rear, r.power_budget_watts, r.weight_budget_kg, "
-      "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
-      "     AND s.released_at IS NULL AND s.side = 'front'), "
-      "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
-      "     AND s.released_at IS NULL AND s.side = 'rear') "
-      "FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
-      rack_id, org_id);
+  pqxx::result r =
+      ExecCached(tx,
+                 "SELECT r.unit_count, r.has_rear, r.power_budget_watts, r.weight_budget_kg, "
+                 "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
+                 "     AND s.released_at IS NULL AND s.side = 'front'), "
+                 "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
+                 "     AND s.released_at IS NULL AND s.side = 'rear') "
+                 "FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
+                 rack_id, org_id);
   if (r.empty()) return NotFound("rack", rack_id);
   const auto row = r[0];
   RackLoad load;
@@ -72,12 +75,13 @@ absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::str
   load.taken_front_units = row[4].as<int>();
   load.taken_rear_units = row[5].as<int>();
 
-  pqxx::result held = tx.exec_params(
-      "SELECT b.id::text, b.kind, coalesce(b.device_id::text, ''), d.power_draw_watts, "
-      "d.weight_kg FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
-      "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
-      "ORDER BY b.kind <> 'placement', b.created_at, b.id",
-      rack_id);
+  pqxx::result held =
+      ExecCached(tx,
+                 "SELECT b.id::text, b.kind, coalesce(b.device_id::text, ''), d.power_draw_watts, "
+                 "d.weight_kg FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
+                 "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+                 "ORDER BY b.kind <> 'placement', b.created_at, b.id",
+                 rack_id);
   load.held.reserve(held.size());
   for (const auto& h : held) {
     HeldItem item;

@@ -94,10 +94,11 @@ std::optional<ReservationRecord> FindReservationById(pqxx::transaction_base& tx,
                                                      const std::string& org, const std::string& id,
                                                      bool lock) {
   pqxx::result rows =
-      tx.exec_params(absl::StrCat("SELECT ", ReservationColumns(),
-                                  " FROM reservations r WHERE r.org_id = $1 AND r.id = $2",
-                                  lock ? " FOR UPDATE" : ""),
-                     org, id);
+      ExecCached(tx,
+                 absl::StrCat("SELECT ", ReservationColumns(),
+                              " FROM reservations r WHERE r.org_id = $1 AND r.id = $2",
+                              lock ? " FOR UPDATE" : ""),
+                 org, id);
   if (rows.empty()) return std::nullopt;
   return RecordFromRow(rows[0]);
 }
@@ -105,11 +106,12 @@ std::optional<ReservationRecord> FindReservationById(pqxx::transaction_base& tx,
 std::optional<ReservationRecord> FindReservationByKey(pqxx::transaction_base& tx,
                                                       const std::string& org,
                                                       const std::string& key, bool lock) {
-  pqxx::result rows = tx.exec_params(
-      absl::StrCat("SELECT ", ReservationColumns(),
-                   " FROM reservations r WHERE r.org_id = $1 AND r.idempotency_key = $2",
-                   lock ? " FOR UPDATE" : ""),
-      org, key);
+  pqxx::result rows =
+      ExecCached(tx,
+                 absl::StrCat("SELECT ", ReservationColumns(),
+                              " FROM reservations r WHERE r.org_id = $1 AND r.idempotency_key = $2",
+                              lock ? " FOR UPDATE" : ""),
+                 org, key);
   if (rows.empty()) return std::nullopt;
   return RecordFromRow(rows[0]);
 }
@@ -240,28 +242,28 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
 
 void MarkConverted(pqxx::transaction_base& tx, const std::string& id, const std::string& service_id,
                    const std::string& actor) {
-  tx.exec_params(
-      "UPDATE reservations SET state = 'converted', end_reason = 'converted', "
-      "ended_at = clock_timestamp(), ended_by = $2, service_id = $3 "
-      "WHERE id = $1 AND state = 'held'",
-      id, actor, service_id);
+  ExecCached(tx,
+             "UPDATE reservations SET state = 'converted', end_reason = 'converted', "
+             "ended_at = clock_timestamp(), ended_by = $2, service_id = $3 "
+             "WHERE id = $1 AND state = 'held'",
+             id, actor, service_id);
 }
 
 void MarkExpiredAtConversion(pqxx::transaction_base& tx, const std::string& id,
                              const std::string& actor) {
-  tx.exec_params(
-      "UPDATE reservations SET state = 'expired', end_reason = 'expired_at_conversion', "
-      "ended_at = clock_timestamp(), ended_by = $2 WHERE id = $1 AND state = 'held'",
-      id, actor);
+  ExecCached(tx,
+             "UPDATE reservations SET state = 'expired', end_reason = 'expired_at_conversion', "
+             "ended_at = clock_timestamp(), ended_by = $2 WHERE id = $1 AND state = 'held'",
+             id, actor);
 }
 
 void MarkCancelled(pqxx::transaction_base& tx, const std::string& id, const std::string& actor,
                    const std::string& note) {
-  tx.exec_params(
-      "UPDATE reservations SET state = 'cancelled', end_reason = 'cancelled', "
-      "ended_at = clock_timestamp(), ended_by = $2, end_note = nullif($3, '') "
-      "WHERE id = $1 AND state = 'held'",
-      id, actor, note);
+  ExecCached(tx,
+             "UPDATE reservations SET state = 'cancelled', end_reason = 'cancelled', "
+             "ended_at = clock_timestamp(), ended_by = $2, end_note = nullif($3, '') "
+             "WHERE id = $1 AND state = 'held'",
+             id, actor, note);
 }
 
 int64_t ExpireLapsedHolds(pqxx::transaction_base& tx, int limit, const std::string& actor) {
@@ -292,7 +294,8 @@ WHERE r.id = due.id AND r.state = 'held'
 v1::Service InsertService(pqxx::transaction_base& tx, const std::string& org,
                           const std::string& kind, const std::string& customer,
                           const std::string& actor) {
-  pqxx::row row = tx.exec_params1(
+  pqxx::row row = ExecCached1(
+      tx,
       "INSERT INTO services (org_id, kind, customer, created_by) VALUES ($1, $2, $3, $4) "
       "RETURNING id::text",
       org, kind, customer, actor);
@@ -313,8 +316,8 @@ absl::StatusOr<v1::ServiceBinding> WriteBinding(pqxx::transaction_base& tx, cons
   // service_bindings, refuses any other kind. FOR KEY SHARE keeps the service from being
   // deleted until the binding commits. The two "one active binding" rules are the schema's
   // (partial unique indexes), told apart here by name.
-  pqxx::result service = tx.exec_params(
-      "SELECT kind FROM services WHERE id = $1 AND org_id = $2 FOR KEY SHARE", service_id, org);
+  pqxx::result service = ExecCached(
+      tx, "SELECT kind FROM services WHERE id = $1 AND org_id = $2 FOR KEY SHARE", service_id, org);
   if (service.empty()) return NotFound("service", service_id);
   const std::string kind = service[0][0].as<std::string>();
   if (kind != "dedicated") {
@@ -343,8 +346,8 @@ absl::StatusOr<v1::ServiceBinding> WriteBinding(pqxx::transaction_base& tx, cons
     return UnexpectedViolation("binding", inserted);
   }
   if (!inserted.returned) return Internal("binding insert returned no id");
-  pqxx::row row = tx.exec_params1(
-      absl::StrCat("SELECT ", BindingColumns(), " FROM service_bindings b WHERE b.id = $1"),
+  pqxx::row row = ExecCached1(
+      tx, absl::StrCat("SELECT ", BindingColumns(), " FROM service_bindings b WHERE b.id = $1"),
       *inserted.returned);
   return BindingFromRow(row);
 }
@@ -352,7 +355,8 @@ absl::StatusOr<v1::ServiceBinding> WriteBinding(pqxx::transaction_base& tx, cons
 std::optional<v1::ServiceBinding> FindBindingOfReservation(pqxx::transaction_base& tx,
                                                            const std::string& org,
                                                            const std::string& reservation_id) {
-  pqxx::result rows = tx.exec_params(
+  pqxx::result rows = ExecCached(
+      tx,
       absl::StrCat("SELECT ", BindingColumns(),
                    " FROM service_bindings b WHERE b.org_id = $1 AND b.reservation_id = $2 "
                    "ORDER BY b.started_at DESC LIMIT 1"),
@@ -365,7 +369,8 @@ absl::StatusOr<v1::ServiceBinding> EndServiceBinding(pqxx::transaction_base& tx,
                                                      const std::string& org,
                                                      const std::string& binding_id,
                                                      const std::string& actor, bool* replay) {
-  pqxx::result updated = tx.exec_params(
+  pqxx::result updated = ExecCached(
+      tx,
       absl::StrCat("UPDATE service_bindings b SET ended_at = greatest(clock_timestamp(), "
                    "b.started_at), ended_by = $3 "
                    "WHERE b.id = $1 AND b.org_id = $2 AND b.ended_at IS NULL RETURNING ",
@@ -376,9 +381,10 @@ absl::StatusOr<v1::ServiceBinding> EndServiceBinding(pqxx::transaction_base& tx,
     return BindingFromRow(updated[0]);
   }
   pqxx::result existing =
-      tx.exec_params(absl::StrCat("SELECT ", BindingColumns(),
-                                  " FROM service_bindings b WHERE b.id = $1 AND b.org_id = $2"),
-                     binding_id, org);
+      ExecCached(tx,
+                 absl::StrCat("SELECT ", BindingColumns(),
+                              " FROM service_bindings b WHERE b.id = $1 AND b.org_id = $2"),
+                 binding_id, org);
   if (existing.empty()) return NotFound("binding", binding_id);
   *replay = true;
   return BindingFromRow(existing[0]);
