@@ -37,10 +37,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -57,6 +57,7 @@
 #include "services/reservation/reservation_store.h"
 #include "tests/bench/cpu_meter.h"
 #include "tests/bench/insert_ceiling.h"
+#include "tests/bench/run_together.h"
 
 ABSL_FLAG(std::string, database_url, "", "a migrated, disposable database");
 ABSL_FLAG(int, seconds, 5, "duration of each throughput run");
@@ -204,57 +205,45 @@ class Bench {
     std::atomic<int> issued{0};
     const std::string bearer = "Bearer " + (token.empty() ? token_ : token);
     std::vector<Outcomes> per(clients);
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    const auto start_holder = std::make_shared<Clock::time_point>();
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&, c] {
-        auto stub = v1::ReservationService::NewStub(channels_[c % channels_.size()]);
-        ++ready;
-        while (!go) std::this_thread::yield();
-        const auto until = *start_holder + std::chrono::duration<double>(seconds);
-        for (int i = 0;; ++i) {
-          if (calls_per_client > 0 ? i >= calls_per_client : Clock::now() >= until) break;
-          if (max_calls > 0 && issued++ >= max_calls) break;
-          v1::ReserveRequest request;
-          request.set_idempotency_key(absl::StrCat(prefix, "-", c, "-", i));
-          request.mutable_criteria()->set_site_id(site);
-          grpc::ClientContext context;
-          context.AddMetadata("authorization", bearer);
-          context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-          v1::ReserveResponse response;
-          const auto t0 = Clock::now();
-          grpc::Status status = stub->Reserve(&context, request, &response);
-          per[c].latency_ms.push_back(
-              std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-          if (status.ok()) {
-            (response.replay() ? per[c].replay : per[c].held)++;
-            continue;
-          }
-          auto detail = ErrorDetailFromGrpc(status);
-          const v1::Reason reason = detail ? detail->reason() : v1::REASON_UNSPECIFIED;
-          if (status.error_code() == grpc::StatusCode::ABORTED && reason == v1::CONTENDED) {
-            per[c].contended++;
-          } else if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
-                     reason == v1::NO_CAPACITY) {
-            per[c].no_capacity++;
-          } else {
-            per[c].other++;
-            if (per[c].other <= 3) {
-              std::fprintf(stderr, "unexpected: %d %s\n", static_cast<int>(status.error_code()),
-                           status.error_message().c_str());
-            }
+    Outcomes total;
+    total.seconds = RunTogether(clients, [&](int c, const std::function<void()>& start) {
+      auto stub = v1::ReservationService::NewStub(channels_[c % channels_.size()]);
+      start();
+      const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+      for (int i = 0;; ++i) {
+        if (calls_per_client > 0 ? i >= calls_per_client : Clock::now() >= until) break;
+        if (max_calls > 0 && issued++ >= max_calls) break;
+        v1::ReserveRequest request;
+        request.set_idempotency_key(absl::StrCat(prefix, "-", c, "-", i));
+        request.mutable_criteria()->set_site_id(site);
+        grpc::ClientContext context;
+        context.AddMetadata("authorization", bearer);
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        v1::ReserveResponse response;
+        const auto t0 = Clock::now();
+        grpc::Status status = stub->Reserve(&context, request, &response);
+        per[c].latency_ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        if (status.ok()) {
+          (response.replay() ? per[c].replay : per[c].held)++;
+          continue;
+        }
+        auto detail = ErrorDetailFromGrpc(status);
+        const v1::Reason reason = detail ? detail->reason() : v1::REASON_UNSPECIFIED;
+        if (status.error_code() == grpc::StatusCode::ABORTED && reason == v1::CONTENDED) {
+          per[c].contended++;
+        } else if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+                   reason == v1::NO_CAPACITY) {
+          per[c].no_capacity++;
+        } else {
+          per[c].other++;
+          if (per[c].other <= 3) {
+            std::fprintf(stderr, "unexpected: %d %s\n", static_cast<int>(status.error_code()),
+                         status.error_message().c_str());
           }
         }
-      });
-    }
-    while (ready < clients) std::this_thread::yield();
-    *start_holder = Clock::now();
-    go = true;
-    for (auto& t : threads) t.join();
-    Outcomes total;
-    total.seconds = std::chrono::duration<double>(Clock::now() - *start_holder).count();
+      }
+    });
     for (const auto& o : per) total.Merge(o);
     return total;
   }
@@ -266,43 +255,42 @@ class Bench {
                      const std::string& prefix) {
     std::atomic<int> issued{0};
     std::vector<Outcomes> per(clients);
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&, c] {
-        pqxx::connection conn(url_);
-        reservation::Criteria criteria;
-        criteria.site_id = site;
-        ++ready;
-        while (!go) std::this_thread::yield();
-        const auto until = Clock::now() + std::chrono::duration<double>(seconds);
-        for (int i = 0; Clock::now() < until && issued++ < max_calls; ++i) {
-          const auto t0 = Clock::now();
-          pqxx::nontransaction tx(conn);
-          PreparedStatementScope prepared(true);  // as on the service's own connections
-          const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
-              tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
-              reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{});
-          per[c].latency_ms.push_back(
-              std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-          switch (outcome.kind) {
-            case reservation::ReserveOutcome::Kind::kHeld: per[c].held++; break;
-            case reservation::ReserveOutcome::Kind::kReplay: per[c].replay++; break;
-            case reservation::ReserveOutcome::Kind::kContended: per[c].contended++; break;
-            case reservation::ReserveOutcome::Kind::kNoCandidate:
-            case reservation::ReserveOutcome::Kind::kWalkLimit: per[c].no_capacity++; break;
-            case reservation::ReserveOutcome::Kind::kNoSite: per[c].other++; break;
-          }
-        }
-      });
-    }
-    while (ready < clients) std::this_thread::yield();
-    const auto start = Clock::now();
-    go = true;
-    for (auto& t : threads) t.join();
     Outcomes total;
-    total.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    total.seconds = RunTogether(clients, [&](int c, const std::function<void()>& start) {
+      pqxx::connection conn(url_);
+      reservation::Criteria criteria;
+      criteria.site_id = site;
+      start();
+      const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+      for (int i = 0; Clock::now() < until && issued++ < max_calls; ++i) {
+        const auto t0 = Clock::now();
+        pqxx::nontransaction tx(conn);
+        PreparedStatementScope prepared(true);  // as on the service's own connections
+        const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
+            tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
+            reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{});
+        per[c].latency_ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        switch (outcome.kind) {
+          case reservation::ReserveOutcome::Kind::kHeld:
+            per[c].held++;
+            break;
+          case reservation::ReserveOutcome::Kind::kReplay:
+            per[c].replay++;
+            break;
+          case reservation::ReserveOutcome::Kind::kContended:
+            per[c].contended++;
+            break;
+          case reservation::ReserveOutcome::Kind::kNoCandidate:
+          case reservation::ReserveOutcome::Kind::kWalkLimit:
+            per[c].no_capacity++;
+            break;
+          case reservation::ReserveOutcome::Kind::kNoSite:
+            per[c].other++;
+            break;
+        }
+      }
+    });
     for (const auto& o : per) total.Merge(o);
     return total;
   }
