@@ -23,6 +23,10 @@ int PageSize(int64_t requested) {
                         : static_cast<int>(std::min<int64_t>(requested, kMaxPageSize));
 }
 
+std::string CreationListingCondition(const std::string& alias) {
+  return absl::StrCat(alias, ".created_at IS NOT NULL");
+}
+
 std::string EncodePageToken(const PageCursor& cursor) {
   return cursor.id.empty() ? absl::StrCat(cursor.key) : absl::StrCat(cursor.key, ".", cursor.id);
 }

@@ -29,6 +29,12 @@ struct PageCursor {
   std::string id;
 };
 
+// The condition every kCreation list states, "<alias>.created_at IS NOT NULL": always true, and
+// the predicate of its table's listing index (org_id, created_at, id) WHERE created_at IS NOT
+// NULL (migration 0028). Only a statement that states it may use that index, so a lookup by key
+// or id never takes the listing index for its unique index when the statistics are thin.
+std::string CreationListingCondition(const std::string& alias);
+
 // Rows read in a list's order, each with its cursor (cursors[i] is where rows[i] ends a page).
 template <typename T>
 struct Page {

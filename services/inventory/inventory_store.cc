@@ -227,7 +227,8 @@ Page<v1::Site> ListSites(pqxx::transaction_base& tx, const std::string& org_id,
                          const std::optional<PageCursor>& after, int limit) {
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", SiteColumns(), " FROM sites s WHERE s.org_id = $1::uuid AND ",
-                   AfterCursor("s", 2), " ORDER BY s.created_at, s.id LIMIT $4"),
+                   CreationListingCondition("s"), " AND ", AfterCursor("s", 2),
+                   " ORDER BY s.created_at, s.id LIMIT $4"),
       org_id, after ? after->key : int64_t{0}, after ? after->id : std::string(), limit);
   Page<v1::Site> page;
   for (const pqxx::row& row : rows) {
@@ -270,12 +271,12 @@ Page<v1::RackRecord> ListRacks(pqxx::transaction_base& tx, const std::string& or
                                const std::string& site_id, const std::optional<PageCursor>& after,
                                int limit) {
   pqxx::result rows = tx.exec_params(
-      absl::StrCat("SELECT ", RackColumns(),
-                   " FROM racks r WHERE r.org_id = $1::uuid AND ($2 = '' OR r.site_id = "
+      absl::StrCat("SELECT ", RackColumns(), " FROM racks r WHERE r.org_id = $1::uuid AND ",
+                   CreationListingCondition("r"),
+                   " AND ($2 = '' OR r.site_id = "
                    "nullif($2, '')::uuid) AND ",
                    AfterCursor("r", 3), " ORDER BY r.created_at, r.id LIMIT $5"),
-      org_id, site_id, after ? after->key : int64_t{0},
-      after ? after->id : std::string(), limit);
+      org_id, site_id, after ? after->key : int64_t{0}, after ? after->id : std::string(), limit);
   Page<v1::RackRecord> page;
   for (const pqxx::row& row : rows) {
     page.rows.push_back(RackFromRow(row));
@@ -359,8 +360,9 @@ Page<v1::Device> ListDevices(pqxx::transaction_base& tx, const std::string& org_
                              const DeviceFilter& filter, const std::optional<PageCursor>& after,
                              int limit) {
   pqxx::result rows = tx.exec_params(
-      absl::StrCat("SELECT ", DeviceColumns(),
-                   " FROM devices d WHERE d.org_id = $1::uuid "
+      absl::StrCat("SELECT ", DeviceColumns(), " FROM devices d WHERE d.org_id = $1::uuid AND ",
+                   CreationListingCondition("d"),
+                   " "
                    "AND ($2 = '' OR d.site_id = nullif($2, '')::uuid) "
                    "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
                    "AND ($5 = '' OR d.hardware_profile = $5) "
@@ -368,8 +370,8 @@ Page<v1::Device> ListDevices(pqxx::transaction_base& tx, const std::string& org_
                    "AND ($7::boolean OR d.decommissioned_at IS NULL) AND ",
                    AfterCursor("d", 8), " ORDER BY d.created_at, d.id LIMIT $10"),
       org_id, filter.site_id, filter.vendor, filter.model, filter.hardware_profile,
-      filter.process_state, filter.include_decommissioned,
-      after ? after->key : int64_t{0}, after ? after->id : std::string(), limit);
+      filter.process_state, filter.include_decommissioned, after ? after->key : int64_t{0},
+      after ? after->id : std::string(), limit);
   Page<v1::Device> page;
   for (const pqxx::row& row : rows) {
     page.rows.push_back(DeviceFromRow(row).proto);

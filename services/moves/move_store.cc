@@ -383,13 +383,14 @@ Page<MoveRecord> ListMoves(pqxx::transaction_base& tx, const std::string& org_id
     after_id = after->id;
   }
   pqxx::result r = tx.exec_params(
-      absl::StrCat(
-          "SELECT ", MoveColumns(),
-          " FROM moves m WHERE m.org_id = $1::uuid AND ($2::text IS NULL OR m.state = $2) "
-          "AND ($3::uuid IS NULL OR m.device_id = $3::uuid) "
-          "AND ($4::bigint IS NULL OR (m.created_at, m.id) > (", SqlTimestampFromMicros("$4"),
-          ", $5::uuid)) "
-          "ORDER BY m.created_at, m.id LIMIT $6"),
+      absl::StrCat("SELECT ", MoveColumns(), " FROM moves m WHERE m.org_id = $1::uuid AND ",
+                   CreationListingCondition("m"),
+                   " AND ($2::text IS NULL OR m.state = $2) "
+                   "AND ($3::uuid IS NULL OR m.device_id = $3::uuid) "
+                   "AND ($4::bigint IS NULL OR (m.created_at, m.id) > (",
+                   SqlTimestampFromMicros("$4"),
+                   ", $5::uuid)) "
+                   "ORDER BY m.created_at, m.id LIMIT $6"),
       org_id, state, NullIfEmpty(filter.device_id), OrNull(after_us), OrNull(after_id), limit);
   Page<MoveRecord> page;
   page.rows.reserve(r.size());

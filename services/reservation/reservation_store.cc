@@ -123,8 +123,10 @@ Page<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::str
   // exact microseconds.
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", ReservationColumns(), ", ", SqlMicros("r.created_at"),
-                   " FROM reservations r WHERE r.org_id = $1 AND ($2 = '' OR r.state = $2) "
-                   "AND ($3 = '' OR (r.created_at, r.id) < (", SqlTimestampFromMicros("$4"),
+                   " FROM reservations r WHERE r.org_id = $1 AND ", CreationListingCondition("r"),
+                   " AND ($2 = '' OR r.state = $2) "
+                   "AND ($3 = '' OR (r.created_at, r.id) < (",
+                   SqlTimestampFromMicros("$4"),
                    ", $3::uuid)) "
                    "ORDER BY r.created_at DESC, r.id DESC LIMIT $5"),
       org, state, after ? after->id : std::string(), after ? after->key : int64_t{0}, limit);

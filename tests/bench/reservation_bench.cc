@@ -45,6 +45,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "dcl/v1/reservation.grpc.pb.h"
 #include "services/common/auth.h"
@@ -69,11 +70,30 @@ ABSL_FLAG(int, big_calls, 800, "Reserve calls per side of the sold-machines comp
 ABSL_FLAG(int, pool_size, 16, "database connections of the service");
 ABSL_FLAG(std::string, scenarios, "shared,throughput,contention,sold",
           "which scenarios to run (comma-separated)");
+ABSL_FLAG(std::vector<std::string>, clients, {},
+          "client counts of the throughput runs (comma-separated; default 1,8,32 in the shared "
+          "scenario and 1,8,32,64 in the throughput one)");
 
 namespace dcl::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// --clients as numbers, or `fallback` when it is not given.
+std::vector<int> ClientCounts(const std::vector<int>& fallback) {
+  const std::vector<std::string> given = absl::GetFlag(FLAGS_clients);
+  if (given.empty()) return fallback;
+  std::vector<int> counts;
+  for (const std::string& text : given) {
+    int n = 0;
+    if (!absl::SimpleAtoi(text, &n) || n < 1 || n > 1024) {
+      std::fprintf(stderr, "--clients: '%s' is not a client count (1..1024)\n", text.c_str());
+      std::exit(2);
+    }
+    counts.push_back(n);
+  }
+  return counts;
+}
 
 struct Outcomes {
   int held = 0, replay = 0, contended = 0, no_capacity = 0, other = 0;
@@ -482,7 +502,7 @@ int Main() {
     std::printf("\n-- throughput on the 10,000-machine site, %d s per run\n",
                 absl::GetFlag(FLAGS_seconds));
     Bench::Header();
-    for (int clients : {1, 8, 32}) {
+    for (int clients : ClientCounts({1, 8, 32})) {
       violations += bench.Throughput("shared 10k throughput", s10k, clients, 10000,
                                      absl::StrCat("shared-tp", clients));
     }
@@ -506,7 +526,7 @@ int Main() {
     std::printf("\n== throughput: Reserve for %d s per run, pool of %d machines ==\n",
                 absl::GetFlag(FLAGS_seconds), machines);
     Bench::Header();
-    for (int clients : {1, 8, 32, 64}) {
+    for (int clients : ClientCounts({1, 8, 32, 64})) {
       violations +=
           bench.Throughput("throughput", site, clients, machines, absl::StrCat("tp", clients));
     }
