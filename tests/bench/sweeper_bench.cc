@@ -6,7 +6,8 @@
 //   2. Reserve latency without and with a sweep running: --clients threads call the
 //      reservation service's Reserve (domain logic, then Cancel) on a site of 200 free machines
 //      for --baseline_seconds, then during a sweep of --holds due holds (batch 1000) on
-//      another site; p50/p95/p99 of both phases.
+//      another site; p50/p95/p99 of both phases. As fast as the clients go, or at
+//      --reserve_rate calls per second in all (a machine that is not saturated).
 //
 // Run:  tests/bench/run_sweeper_bench   (throwaway PostgreSQL, migrate, run)
 //   or: bazel run -c opt //tests/bench:sweeper_bench -- --database_url='host=... dbname=...'
@@ -34,6 +35,9 @@
 ABSL_FLAG(int, holds, 100000, "due holds per sweep");
 ABSL_FLAG(std::string, batch_sizes, "100,1000,5000", "batch sizes to measure, comma-separated");
 ABSL_FLAG(int, clients, 4, "concurrent Reserve clients in the latency scenario");
+ABSL_FLAG(double, reserve_rate, 0,
+          "Reserve calls per second of all clients together in the latency scenario (0: as fast "
+          "as they go, which saturates the machine)");
 ABSL_FLAG(int, latency_batch_size, 1000, "the sweep's batch size in the latency scenario");
 ABSL_FLAG(int, max_rows_per_second, 0,
           "the sweep's pace in the latency scenario (the daemon's --max_rows_per_second; 0: none)");
@@ -116,8 +120,11 @@ int Main() {
   }
 
   const int clients = absl::GetFlag(FLAGS_clients);
-  std::printf("\n## 2. Reserve latency without / with a sweep of %d due holds (%d clients)\n\n",
-              holds, clients);
+  const double reserve_rate = absl::GetFlag(FLAGS_reserve_rate);
+  std::printf("\n## 2. Reserve latency without / with a sweep of %d due holds (%d clients, %s)\n\n",
+              holds, clients,
+              reserve_rate > 0 ? absl::StrCat(reserve_rate, " calls/s in all").c_str()
+                               : "as fast as they go");
   const testing::HoldsOrg org = testing::SeedHoldsOrg(conn, UniqueName("org"));
   testing::InsertReservations(conn, org, holds, "held", -60, "due-");
   const std::string shop_site = testing::InsertSiteWithDevices(conn, org, "FRA2", 200);
@@ -130,7 +137,7 @@ int Main() {
   commerce.org_id = org.org_id;
   commerce.role = Role::kCommerce;
   commerce.token_id = "bench";
-  testing::ReserveLoad load(logic, commerce, shop_site, clients);
+  testing::ReserveLoad load(logic, commerce, shop_site, clients, reserve_rate);
   std::this_thread::sleep_for(std::chrono::seconds(absl::GetFlag(FLAGS_baseline_seconds)));
   load.SetPhase(1);
   const SweepFigures f = Sweep(sweeper_pool, absl::GetFlag(FLAGS_latency_batch_size),

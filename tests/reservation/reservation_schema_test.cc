@@ -94,6 +94,22 @@ TEST_CASE("an idempotency key is unique per organization, not across organizatio
   REQUIRE(status.ok());
 }
 
+// Migration 0029: one foreign key (device_id, org_id) → devices (id, org_id).
+TEST_CASE("a reservation's organization is its device's organization") {
+  TestDatabase db;
+  const Seed a = SeedOrg(db, "acme");
+  Seed crossed = SeedOrg(db, "globex");
+  crossed.device = a.device;  // globex's reservation of acme's machine
+  auto pool = db.MakePool(1);
+  absl::Status status = pool->Transact([&](pqxx::work& tx) -> absl::Status {
+    GuardedResult result = GuardedExec(tx, InsertReservation(crossed, "order-1", "held"), {});
+    CHECK(result.violated_constraint == "reservations_device_org_fk");
+    CHECK_FALSE(GuardedExec(tx, InsertReservation(a, "order-1", "held"), {}).violated());
+    return absl::OkStatus();
+  });
+  REQUIRE(status.ok());
+}
+
 TEST_CASE("a reservation's end must match its state") {
   TestDatabase db;
   const Seed s = SeedOrg(db, "acme");

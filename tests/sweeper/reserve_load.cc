@@ -1,6 +1,7 @@
 #include "tests/sweeper/reserve_load.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -9,10 +10,11 @@
 namespace dcl::testing {
 
 ReserveLoad::ReserveLoad(reservation::ReservationLogic& logic, Principal principal,
-                         std::string site_id, int clients)
+                         std::string site_id, int clients, double calls_per_second)
     : logic_(logic),
       principal_(std::move(principal)),
       site_id_(std::move(site_id)),
+      calls_per_second_(calls_per_second),
       samples_(clients),
       phase_started_(std::chrono::steady_clock::now()) {
   for (int c = 0; c < clients; ++c) threads_.emplace_back(&ReserveLoad::Client, this, c);
@@ -35,7 +37,17 @@ void ReserveLoad::Stop() {
 
 void ReserveLoad::Client(int client) {
   const std::string prefix = absl::StrCat("load-", client, "-", reinterpret_cast<uintptr_t>(this), "-");
+  using Clock = std::chrono::steady_clock;
+  // Paced: this client's calls are samples_.size() / rate seconds apart, the clients' schedules
+  // staggered evenly.
+  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+      calls_per_second_ > 0 ? samples_.size() / calls_per_second_ : 0));
+  Clock::time_point next = Clock::now() + interval * client / std::max<size_t>(1, samples_.size());
   for (int64_t n = 0; !stop_.load(); ++n) {
+    if (calls_per_second_ > 0) {
+      std::this_thread::sleep_until(next);
+      next = std::max(next + interval, Clock::now());  // behind schedule: no burst to catch up
+    }
     v1::ReserveRequest request;
     request.set_idempotency_key(absl::StrCat(prefix, n));
     request.mutable_criteria()->set_site_id(site_id_);
