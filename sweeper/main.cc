@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
        __FILE__,
        {dcl::SharedFlags::kDatabaseUrl, dcl::SharedFlags::kDatabasePool,
         dcl::SharedFlags::kLogFormat, dcl::SharedFlags::kMetrics}});
+  dcl::TurnOffMutexDeadlockDetection();
   dcl::InitLogging("sweeper", dcl::LogFormatFromFlags());
 
   // A connection string libpq cannot read is bad configuration, not a database to retry.

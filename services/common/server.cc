@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "services/common/grpc_status.h"
 #include "services/common/status.h"
 
@@ -130,6 +131,16 @@ absl::StatusOr<std::unique_ptr<ServerRuntime>> ServerRuntime::Start(
   if (config.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
+  // The synchronous server runs each call on a thread and, by default, lets a thread that
+  // finishes a call exit when more than 2 are idle: under concurrent calls nearly every call
+  // started a thread and ended one (clone3, the stack's unmapping and its TLB shootdowns, and
+  // every thread_local made again, in a profile of the reservation benchmark). Up to
+  // kMaxIdleCallThreads stay for the next calls instead. Three rounds, 32 clients: a gRPC call
+  // refused by the gate cost the server and its client 0.124 / 0.140 / 0.126 → 0.094 / 0.095 /
+  // 0.101 ms of CPU; a Reserve 0.296 / 0.296 / 0.279 → 0.263 / 0.273 / 0.287 ms.
+  constexpr int kMaxIdleCallThreads = 64;
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              kMaxIdleCallThreads);
   if (!config.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   builder.AddListeningPort(config.listen_address, *credentials, &runtime->port_);
   builder.SetMaxReceiveMessageSize(config.max_receive_message_bytes);
@@ -183,6 +194,10 @@ void ServerRuntime::Shutdown() {
 }
 
 ServerRuntime::~ServerRuntime() { Shutdown(); }
+
+void TurnOffMutexDeadlockDetection() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
 
 void BlockTerminationSignals() {
   sigset_t set;

@@ -105,6 +105,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags() {
 int RunServiceMain(const std::string& name, const char* listen_env,
                    const std::string& default_listen,
                    const std::function<ServiceSet(DbPool&)>& make_services) {
+  TurnOffMutexDeadlockDetection();
   InitLogging(name, LogFormatFromFlags());
   absl::StatusOr<std::string> url = DatabaseUrlFromFlags();
   if (!url.ok()) {

@@ -48,6 +48,7 @@
 #include "services/common/auth.h"
 #include "services/common/db.h"
 #include "services/common/logging.h"
+#include "services/common/server.h"
 #include "services/common/status.h"
 #include "services/occupancy/occupancy_logic.h"
 #include "tests/bench/cpu_meter.h"
@@ -332,6 +333,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   dcl::InitLogging("occupancy_bench", "text");
+  dcl::TurnOffMutexDeadlockDetection();  // as the servers run
   const int clients = absl::GetFlag(FLAGS_clients);
   const int devices = absl::GetFlag(FLAGS_devices_per_client);
   const int seconds = absl::GetFlag(FLAGS_seconds);

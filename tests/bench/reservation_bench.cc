@@ -13,7 +13,8 @@
 // dcl_reserve call from as many connections, no gRPC, no gate), and both print their CPU per call
 // (this process and the PostgreSQL cluster, from /proc) and the calls/s the cores allow at that
 // cost: on a machine where load generator, server and database share two cores, that bound, not
-// the commit, is what limits calls/s.
+// the commit, is what limits calls/s. A third run sends the same calls without a token, refused
+// by the gate before any database work: the calls/s that gRPC and the server alone allow.
 //
 // Scenarios:
 //   1. throughput: 1, 8, 32, 64 clients reserving for --seconds each on a pool of
@@ -97,6 +98,7 @@ std::vector<int> ClientCounts(const std::vector<int>& fallback) {
 
 struct Outcomes {
   int held = 0, replay = 0, contended = 0, no_capacity = 0, other = 0;
+  int unauthenticated = 0;  // the gate's refusal of a call without a token (the gRPC-only run)
   std::vector<double> latency_ms;
   double seconds = 0;
   void Merge(const Outcomes& o) {
@@ -105,6 +107,7 @@ struct Outcomes {
     contended += o.contended;
     no_capacity += o.no_capacity;
     other += o.other;
+    unauthenticated += o.unauthenticated;
     latency_ms.insert(latency_ms.end(), o.latency_ms.begin(), o.latency_ms.end());
   }
 };
@@ -219,9 +222,11 @@ class Bench {
   }
 
   // clients threads; each calls Reserve until `until` (or `calls_per_client` calls if > 0); all
-  // together make at most `max_calls` calls if > 0.
+  // together make at most `max_calls` calls if > 0. Without `authorize` the calls carry no token
+  // and the gate refuses them before any database work: what gRPC and the server cost alone.
   Outcomes Run(const std::string& site, int clients, double seconds, int calls_per_client,
-               const std::string& prefix, const std::string& token = "", int max_calls = 0) {
+               const std::string& prefix, const std::string& token = "", int max_calls = 0,
+               bool authorize = true) {
     std::atomic<int> issued{0};
     const std::string bearer = "Bearer " + (token.empty() ? token_ : token);
     std::vector<Outcomes> per(clients);
@@ -237,7 +242,7 @@ class Bench {
         request.set_idempotency_key(absl::StrCat(prefix, "-", c, "-", i));
         request.mutable_criteria()->set_site_id(site);
         grpc::ClientContext context;
-        context.AddMetadata("authorization", bearer);
+        if (authorize) context.AddMetadata("authorization", bearer);
         context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
         v1::ReserveResponse response;
         const auto t0 = Clock::now();
@@ -250,7 +255,10 @@ class Bench {
         }
         auto detail = ErrorDetailFromGrpc(status);
         const v1::Reason reason = detail ? detail->reason() : v1::REASON_UNSPECIFIED;
-        if (status.error_code() == grpc::StatusCode::ABORTED && reason == v1::CONTENDED) {
+        if (!authorize && status.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
+            reason == v1::UNAUTHENTICATED_CALLER) {
+          per[c].unauthenticated++;
+        } else if (status.error_code() == grpc::StatusCode::ABORTED && reason == v1::CONTENDED) {
           per[c].contended++;
         } else if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
                    reason == v1::NO_CAPACITY) {
@@ -317,9 +325,11 @@ class Bench {
 
   // One run of Reserve through gRPC and one of the database alone at `clients`, each beside the
   // ceiling and with its CPU per call, so that a run shows what the service adds and what the
-  // cores allow. Each run stops after --seconds or when half the site is held, whichever comes
-  // first: a run that sold the whole site would measure walks past ever more held machines and,
-  // at the end, refusals, not the cost of a hold. Holds are cancelled after each.
+  // cores allow; then the same calls without a token, refused by the gate before the database:
+  // the calls/s gRPC and the server allow on these cores if the database cost nothing. Each run
+  // stops after --seconds or when half the site is held, whichever comes first: a run that sold the
+  // whole site would measure walks past ever more held machines and, at the end, refusals, not the
+  // cost of a hold. Holds are cancelled after each.
   int64_t Throughput(const std::string& name, const std::string& site, int clients, int machines,
                      const std::string& prefix) {
     const double seconds = absl::GetFlag(FLAGS_seconds);
@@ -346,6 +356,14 @@ class Bench {
     if (direct.other > 0) ++violations;
     violations += Audit();
     CancelHolds(site);
+    before = ReadCpuSeconds(url_);
+    const Outcomes refused = Run(site, clients, seconds, 0, prefix + "-gate", "", 0,
+                                 /*authorize=*/false);
+    after = ReadCpuSeconds(url_);
+    Row(name + ", gRPC only", clients, machines, refused);
+    CeilingRow(clients, ceiling, refused);
+    PrintCpuPerCall(before, after, refused.latency_ms.size(), "load generator + server");
+    if (refused.unauthenticated != static_cast<int>(refused.latency_ms.size())) ++violations;
     return violations;
   }
 
@@ -603,5 +621,6 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  dcl::TurnOffMutexDeadlockDetection();  // as the servers run
   return dcl::bench::Main();
 }

@@ -166,5 +166,6 @@ int Main() {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   spdlog::set_level(spdlog::level::warn);  // the table, not one log line per sweep
+  dcl::TurnOffMutexDeadlockDetection();    // as the daemon runs
   return dcl::Main();
 }
