@@ -362,8 +362,7 @@ Page<v1::Device> ListDevices(pqxx::transaction_base& tx, const std::string& org_
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", DeviceColumns(), " FROM devices d WHERE d.org_id = $1::uuid AND ",
                    CreationListingCondition("d"),
-                   " "
-                   "AND ($2 = '' OR d.site_id = nullif($2, '')::uuid) "
+                   " AND ($2 = '' OR d.site_id = nullif($2, '')::uuid) "
                    "AND ($3 = '' OR d.vendor = $3) AND ($4 = '' OR d.model = $4) "
                    "AND ($5 = '' OR d.hardware_profile = $5) "
                    "AND ($6 = '' OR d.process_state = $6) "
