@@ -29,6 +29,9 @@
 -- A lookup by key or id then has one index that matches it. tests/common/lookup_plans_test
 -- checks the lookups in a never-analysed database and the listings in an analysed one.
 --
+-- The indexes are rebuilt inside this migration's transaction (not CONCURRENTLY): on large
+-- tables, writes to them wait for each build.
+--
 -- devices_org_site_idx (org_id, site_id) goes: since migration 0023 no statement reads it
 -- (dcl_exclusion_summary counts other sites from site_device_counts; devices by site are read
 -- through devices_site_id_order_idx), and it was the index the device lookups took.
