@@ -432,12 +432,15 @@ v1::Booking BookingFromHeader(const std::string& booking_id, const pqxx::row& ro
   return booking;
 }
 
+// ReleaseSql's targets for one booking of one organization: $3 the booking, $4 the organization.
+constexpr char kOneBookingOfOrg[] =
+    "SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid";
+
 // Releases header and slots of one active booking; returns whether it was active.
 bool ReleaseRow(pqxx::transaction_base& tx, const std::string& org_id,
                 const std::string& booking_id, const std::string& released_by,
                 const std::string& reason) {
-  static const std::string* sql = new std::string(
-      ReleaseSql("SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid"));
+  static const std::string* sql = new std::string(ReleaseSql(kOneBookingOfOrg));
   pqxx::row r = ExecCached1(tx, *sql, released_by, reason, booking_id, org_id);
   return r[0].as<int64_t>() > 0;
 }
@@ -610,7 +613,7 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
   // header's new values from the update, and every slot row of the booking (the final query's
   // snapshot predates the update, which changes only released_at, so it lists the same rows).
   static const std::string* sql = new std::string(ReleaseSql(
-      "SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid",
+      kOneBookingOfOrg,
       absl::StrCat("SELECT ", HeaderColumns(),
                    ", (SELECT string_agg(x.side || ' ' || x.unit, ',' ORDER BY x.side = 'rear', "
                    "x.unit) FROM booking_slots x WHERE x.booking_id = h.id) FROM h")));

@@ -90,30 +90,34 @@ std::string StateName(v1::ReservationState state) {
   }
 }
 
+namespace {
+
+// The organization's reservation whose `unique_column` (id or idempotency_key) is `value`.
+std::optional<ReservationRecord> FindReservationBy(pqxx::transaction_base& tx,
+                                                   const char* unique_column,
+                                                   const std::string& org, const std::string& value,
+                                                   bool lock) {
+  pqxx::result rows = ExecCached(tx,
+                                 absl::StrCat("SELECT ", ReservationColumns(),
+                                              " FROM reservations r WHERE r.org_id = $1 AND r.",
+                                              unique_column, " = $2", lock ? " FOR UPDATE" : ""),
+                                 org, value);
+  if (rows.empty()) return std::nullopt;
+  return RecordFromRow(rows[0]);
+}
+
+}  // namespace
+
 std::optional<ReservationRecord> FindReservationById(pqxx::transaction_base& tx,
                                                      const std::string& org, const std::string& id,
                                                      bool lock) {
-  pqxx::result rows =
-      ExecCached(tx,
-                 absl::StrCat("SELECT ", ReservationColumns(),
-                              " FROM reservations r WHERE r.org_id = $1 AND r.id = $2",
-                              lock ? " FOR UPDATE" : ""),
-                 org, id);
-  if (rows.empty()) return std::nullopt;
-  return RecordFromRow(rows[0]);
+  return FindReservationBy(tx, "id", org, id, lock);
 }
 
 std::optional<ReservationRecord> FindReservationByKey(pqxx::transaction_base& tx,
                                                       const std::string& org,
                                                       const std::string& key, bool lock) {
-  pqxx::result rows =
-      ExecCached(tx,
-                 absl::StrCat("SELECT ", ReservationColumns(),
-                              " FROM reservations r WHERE r.org_id = $1 AND r.idempotency_key = $2",
-                              lock ? " FOR UPDATE" : ""),
-                 org, key);
-  if (rows.empty()) return std::nullopt;
-  return RecordFromRow(rows[0]);
+  return FindReservationBy(tx, "idempotency_key", org, key, lock);
 }
 
 Page<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::string& org,

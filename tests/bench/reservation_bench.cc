@@ -221,6 +221,34 @@ class Bench {
                      site, "'"));
   }
 
+  // One Reserve of `key` on `site`, with `authorization` metadata unless it is empty: its
+  // latency, and a hold or replay, counted into `into`. The caller classifies a refusal.
+  static grpc::Status TimedReserve(v1::ReservationService::Stub& stub, const std::string& key,
+                                   const std::string& site, const std::string& authorization,
+                                   Outcomes& into) {
+    v1::ReserveRequest request;
+    request.set_idempotency_key(key);
+    request.mutable_criteria()->set_site_id(site);
+    grpc::ClientContext context;
+    if (!authorization.empty()) context.AddMetadata("authorization", authorization);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::ReserveResponse response;
+    const auto t0 = Clock::now();
+    grpc::Status status = stub.Reserve(&context, request, &response);
+    into.latency_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (status.ok()) (response.replay() ? into.replay : into.held)++;
+    return status;
+  }
+
+  // A refusal the scenario does not expect: counted, and the first three printed.
+  static void CountUnexpected(const grpc::Status& status, Outcomes& into) {
+    into.other++;
+    if (into.other <= 3) {
+      std::fprintf(stderr, "unexpected: %d %s\n", static_cast<int>(status.error_code()),
+                   status.error_message().c_str());
+    }
+  }
+
   // clients threads; each calls Reserve until `until` (or `calls_per_client` calls if > 0); all
   // together make at most `max_calls` calls if > 0. Without `authorize` the calls carry no token
   // and the gate refuses them before any database work: what gRPC and the server cost alone.
@@ -238,21 +266,9 @@ class Bench {
       for (int i = 0;; ++i) {
         if (calls_per_client > 0 ? i >= calls_per_client : Clock::now() >= until) break;
         if (max_calls > 0 && issued++ >= max_calls) break;
-        v1::ReserveRequest request;
-        request.set_idempotency_key(absl::StrCat(prefix, "-", c, "-", i));
-        request.mutable_criteria()->set_site_id(site);
-        grpc::ClientContext context;
-        if (authorize) context.AddMetadata("authorization", bearer);
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-        v1::ReserveResponse response;
-        const auto t0 = Clock::now();
-        grpc::Status status = stub->Reserve(&context, request, &response);
-        per[c].latency_ms.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        if (status.ok()) {
-          (response.replay() ? per[c].replay : per[c].held)++;
-          continue;
-        }
+        const grpc::Status status = TimedReserve(*stub, absl::StrCat(prefix, "-", c, "-", i), site,
+                                                 authorize ? bearer : "", per[c]);
+        if (status.ok()) continue;
         auto detail = ErrorDetailFromGrpc(status);
         const v1::Reason reason = detail ? detail->reason() : v1::REASON_UNSPECIFIED;
         if (!authorize && status.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
@@ -264,11 +280,7 @@ class Bench {
                    reason == v1::NO_CAPACITY) {
           per[c].no_capacity++;
         } else {
-          per[c].other++;
-          if (per[c].other <= 3) {
-            std::fprintf(stderr, "unexpected: %d %s\n", static_cast<int>(status.error_code()),
-                         status.error_message().c_str());
-          }
+          CountUnexpected(status, per[c]);
         }
       }
     });
@@ -381,26 +393,9 @@ class Bench {
     const auto start = Clock::now();
     for (int i = 0; i < calls; ++i) {
       for (size_t s = 0; s < sites.size(); ++s) {
-        v1::ReserveRequest request;
-        request.set_idempotency_key(absl::StrCat(prefix, "-", s, "-", i));
-        request.mutable_criteria()->set_site_id(sites[s].site);
-        grpc::ClientContext context;
-        context.AddMetadata("authorization", "Bearer " + sites[s].token);
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-        v1::ReserveResponse response;
-        const auto t0 = Clock::now();
-        grpc::Status status = stub->Reserve(&context, request, &response);
-        per[s].latency_ms.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        if (status.ok()) {
-          (response.replay() ? per[s].replay : per[s].held)++;
-        } else {
-          per[s].other++;
-          if (per[s].other <= 3) {
-            std::fprintf(stderr, "unexpected: %d %s\n", static_cast<int>(status.error_code()),
-                         status.error_message().c_str());
-          }
-        }
+        const grpc::Status status = TimedReserve(*stub, absl::StrCat(prefix, "-", s, "-", i),
+                                                 sites[s].site, "Bearer " + sites[s].token, per[s]);
+        if (!status.ok()) CountUnexpected(status, per[s]);
       }
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

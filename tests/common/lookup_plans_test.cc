@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "services/common/page_token.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/test_db.h"
@@ -61,13 +60,10 @@ std::string FirstColumn(const TestDatabase& db, const std::string& index) {
 
 // dcl_reserve's lookup of the order's key, as installed, its variables made parameters.
 std::string ReserveKeyLookup(const TestDatabase& db) {
-  const std::string source = db.Scalar("SELECT prosrc FROM pg_proc WHERE proname = 'dcl_reserve'");
-  std::smatch found;
-  const std::regex lookup(R"(SELECT \* INTO reservation FROM reservations r\s+WHERE [^;]*)");
-  if (!std::regex_search(source, found, lookup)) return "";
-  std::string sql = std::regex_replace(found[0].str(), std::regex(R"(\s+)"), " ");
-  return absl::StrReplaceAll(
-      sql, {{" INTO reservation", ""}, {"p_org", "$1::uuid"}, {"p_key", "$2::text"}});
+  const std::vector<std::string> found = testing::FunctionStatements(
+      db, "dcl_reserve", R"(SELECT \* INTO reservation FROM reservations r\s+WHERE [^;]*)",
+      {{" INTO reservation", ""}, {"p_org", "$1::uuid"}, {"p_key", "$2::text"}});
+  return found.empty() ? "" : found[0];
 }
 
 TEST_CASE("lookups by key or id read their unique index in a never-analysed database") {

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "services/reservation/eligibility.h"
 #include "services/reservation/reservation_store.h"
 #include "tests/support/fixtures.h"
@@ -164,17 +163,9 @@ TEST_CASE(
 
 // The walk's statements as installed, parameters in place of the function's variables.
 std::vector<std::string> WalkStatements(const TestDatabase& db) {
-  const std::string source = db.Scalar("SELECT prosrc FROM pg_proc WHERE proname = 'dcl_reserve'");
-  std::vector<std::string> statements;
-  const std::regex walk(R"(SELECT d\.id FROM devices d WHERE d\.site_id = p_site[^)]*LIMIT 16)");
-  for (auto it = std::sregex_iterator(source.begin(), source.end(), walk);
-       it != std::sregex_iterator(); ++it) {
-    std::string sql = std::regex_replace((*it)[0].str(), std::regex(R"(\s+)"), " ");
-    sql = absl::StrReplaceAll(sql,
-                              {{"p_site", "$1::uuid"}, {"v_lo", "$2::uuid"}, {"v_hi", "$3::uuid"}});
-    statements.push_back(sql);
-  }
-  return statements;
+  return testing::FunctionStatements(
+      db, "dcl_reserve", R"(SELECT d\.id FROM devices d WHERE d\.site_id = p_site[^)]*LIMIT 16)",
+      {{"p_site", "$1::uuid"}, {"v_lo", "$2::uuid"}, {"v_hi", "$3::uuid"}});
 }
 
 TEST_CASE("the walk's statement is an ordered walk of (site_id, id) whatever the statistics say") {
@@ -225,18 +216,16 @@ TEST_CASE("the walk's statement is an ordered walk of (site_id, id) whatever the
 
 // The candidate step as installed: the function's variables become parameters.
 std::string CandidateStatement(const TestDatabase& db) {
-  const std::string source = db.Scalar("SELECT prosrc FROM pg_proc WHERE proname = 'dcl_reserve'");
-  std::smatch found;
-  const std::regex candidate(R"(SELECT d\.id, d\.site_id, d\.vendor[\s\S]*?SKIP LOCKED)");
-  if (!std::regex_search(source, found, candidate)) return "";
-  std::string sql = std::regex_replace(found[0].str(), std::regex(R"(\s+)"), " ");
-  sql = std::regex_replace(sql, std::regex(R"( INTO v_device)"), "");
-  return absl::StrReplaceAll(sql, {{"v_batch", "$1::uuid[]"},
-                                   {"p_site", "$2::uuid"},
-                                   {"p_org", "$3::uuid"},
-                                   {"p_vendor", "$4::text"},
-                                   {"p_model", "$5::text"},
-                                   {"p_profile", "$6::text"}});
+  const std::vector<std::string> found = testing::FunctionStatements(
+      db, "dcl_reserve", R"(SELECT d\.id, d\.site_id, d\.vendor[\s\S]*?SKIP LOCKED)",
+      {{" INTO v_device", ""},
+       {"v_batch", "$1::uuid[]"},
+       {"p_site", "$2::uuid"},
+       {"p_org", "$3::uuid"},
+       {"p_vendor", "$4::text"},
+       {"p_model", "$5::text"},
+       {"p_profile", "$6::text"}});
+  return found.empty() ? "" : found[0];
 }
 
 // "Is this device held?" reads the arbiter's index by device. The function plans its

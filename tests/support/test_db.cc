@@ -5,9 +5,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <random>
+#include <regex>
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace dcl::testing {
 
@@ -31,6 +33,21 @@ std::string UniqueName() {
 }  // namespace
 
 std::string AdminConnInfo() { return RequiredEnv("DCL_TEST_CONNINFO") + " dbname=postgres"; }
+
+std::vector<std::string> FunctionStatements(
+    const TestDatabase& db, const std::string& function, const std::string& pattern,
+    const std::vector<std::pair<std::string, std::string>>& replacements) {
+  const std::string source =
+      db.Scalar(absl::StrCat("SELECT prosrc FROM pg_proc WHERE proname = '", function, "'"));
+  std::vector<std::string> statements;
+  const std::regex statement(pattern);
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), statement);
+       it != std::sregex_iterator(); ++it) {
+    const std::string sql = std::regex_replace((*it)[0].str(), std::regex(R"(\s+)"), " ");
+    statements.push_back(absl::StrReplaceAll(sql, replacements));
+  }
+  return statements;
+}
 
 TestDatabase::TestDatabase(bool empty) : name_(UniqueName()) {
   const std::string base = RequiredEnv("DCL_TEST_CONNINFO");

@@ -5,9 +5,10 @@
 #define DCL_TESTS_SUPPORT_TEST_DB_H_
 
 #include <memory>
-#include <string>
-
 #include <pqxx/pqxx>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "services/common/db.h"
 
@@ -50,6 +51,14 @@ class TestDatabase {
 
 // The admin connection string (database "postgres") of the test cluster.
 std::string AdminConnInfo();
+
+// The statements of the installed function `function` (its source as pg_proc holds it) that
+// match `pattern` (ECMAScript), in order, with runs of whitespace made one space and each
+// `replacements` pair applied (a PL/pgSQL variable and the parameter that stands for it, or
+// " INTO v" and ""), so that a test can PREPARE and EXPLAIN them as the function runs them.
+std::vector<std::string> FunctionStatements(
+    const TestDatabase& db, const std::string& function, const std::string& pattern,
+    const std::vector<std::pair<std::string, std::string>>& replacements);
 
 }  // namespace dcl::testing
 
