@@ -1,7 +1,9 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Draws the benchmarks' charts for docs/performance.md from the CSV their --csv flag writes.
 
-    python3 docs/perf/plot.py docs/perf/reservation.csv docs/perf/occupancy.csv --out docs/img
+    docs/perf/plot.py docs/perf/reservation.csv docs/perf/occupancy.csv --out docs/img
+
+(Debian's /usr/bin/python3, whose python3-matplotlib deploy/install-deps installs.)
 
 Per benchmark, two charts against the number of clients: p50 and p99 latency, and calls/s as a
 share of the one-row INSERT ceiling measured beside it in the same run. Where a file holds several
