@@ -194,5 +194,106 @@ TEST_CASE("older NetBox: `type` instead of form_factor, decimals as strings, bar
   CHECK(plan->devices[0].unit == 3);
 }
 
+
+// --- The five fixes of issue 22 (written against the importer before them: each was red) ----
+
+// Rack 7 ("R7", `rack_fields` adds its height and form factor) with the given devices and
+// rack reservations; the fixtures' site and device types.
+std::map<std::string, std::string> OneRack(const std::string& rack_fields,
+                                           const std::string& devices_results,
+                                           const std::string& reservations_results = "") {
+  std::map<std::string, std::string> files = Fixtures();
+  files["racks.json"] = R"({"count": 1, "next": null, "previous": null, "results": [
+      {"id": 7, "name": "R7", "site": {"id": 1}, "starting_unit": 1, "desc_units": false, )" +
+                        rack_fields + "}]}";
+  files["devices.json"] = R"({"count": null, "next": null, "previous": null, "results": [)" +
+                          devices_results + "]}";
+  files["rack-reservations.json"] =
+      R"({"count": null, "next": null, "previous": null, "results": [)" + reservations_results +
+      "]}";
+  return files;
+}
+
+absl::StatusOr<Plan> PlanOf(const std::map<std::string, std::string>& files) {
+  absl::StatusOr<Export> in = ParseExport(files);
+  if (!in.ok()) return in.status();
+  return MakePlan(*in, {});
+}
+
+// Device type 23 of the fixtures is a half-depth 1U switch, 21 a full-depth 1U server.
+std::string DeviceJson(int id, int type, const std::string& position, const std::string& face) {
+  return absl::StrCat(R"({"id": )", id, R"(, "name": "d)", id,
+                      R"(", "site": {"id": 1}, "device_type": {"id": )", type,
+                      R"(}, "rack": {"id": 7}, "position": )", position, R"(, "face": )", face,
+                      R"(, "parent_device": null, "serial": "S)", id,
+                      R"(", "status": "active"})");
+}
+
+TEST_CASE("fix 1: a 4-post frame has a rear; a half-depth switch on its rear face hangs at the "
+          "rear") {
+  absl::StatusOr<Plan> plan = PlanOf(OneRack(
+      R"("u_height": 42, "form_factor": {"value": "4-post-frame", "label": "4-post frame"})",
+      DeviceJson(1, 23, "30", R"({"value": "rear", "label": "Rear"})")));
+  INFO(plan.status().ToString());
+  REQUIRE(plan.ok());
+  REQUIRE(plan->racks.size() == 1);
+  CHECK(plan->racks[0].request.geometry().has_rear());
+  REQUIRE(plan->devices.size() == 1);
+  CHECK(plan->devices[0].side == v1::SIDE_REAR);
+}
+
+TEST_CASE("fix 1: NetBox before 4.1 (`type`): a 4-post frame has a rear too") {
+  absl::StatusOr<Plan> plan =
+      PlanOf(OneRack(R"("u_height": 42, "type": {"value": "4-post-frame", "label": "4-post frame"})", ""));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->racks.size() == 1);
+  CHECK(plan->racks[0].request.geometry().has_rear());
+}
+
+TEST_CASE("fix 2: a half-depth device with a position and no face is not given a side") {
+  absl::StatusOr<Plan> plan = PlanOf(OneRack(
+      R"("u_height": 42, "form_factor": {"value": "4-post-cabinet", "label": "4-post cabinet"})",
+      DeviceJson(1, 23, "30", "null")));
+  REQUIRE(plan.ok());
+  // No placement planned for a side NetBox does not record.
+  CHECK(plan->devices.empty());
+}
+
+TEST_CASE("fix 3: a rack reservation over a device blocks the units that are free") {
+  absl::StatusOr<Plan> plan = PlanOf(OneRack(
+      R"("u_height": 42, "form_factor": {"value": "4-post-cabinet", "label": "4-post cabinet"})",
+      DeviceJson(1, 21, "38", R"("front")"),
+      R"({"id": 5, "rack": {"id": 7}, "units": [38, 39, 40], "description": "cust",
+          "user": {"username": "bob"}})"));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->blocks.size() == 1);
+  CHECK(plan->blocks[0].request.first_unit() == 39);
+  CHECK(plan->blocks[0].request.last_unit() == 40);
+}
+
+TEST_CASE("fix 4: a rack dcl cannot hold is not merely skipped") {
+  absl::StatusOr<Plan> plan =
+      PlanOf(OneRack(R"("form_factor": null, "u_height": 250)", DeviceJson(1, 21, "10",
+                                                                        R"("front")")));
+  REQUIRE(plan.ok());
+  // Skipped is for what takes no units; this rack and its device take units.
+  CHECK(SkipReason(*plan, "rack 7") == "");
+  CHECK(SkipReason(*plan, "device 1") == "");
+}
+
+TEST_CASE("fix 5: a saved list of several pages is read as one list") {
+  std::map<std::string, std::string> files = OneRack(
+      R"("u_height": 42, "form_factor": {"value": "4-post-cabinet", "label": "4-post cabinet"})", "");
+  files["devices.json"] =
+      R"({"count": 2, "next": "https://nb/api/dcim/devices/?limit=1&offset=1", "previous": null,
+          "results": [)" + DeviceJson(1, 21, "10", R"("front")") + R"(]}
+         {"count": 2, "next": null, "previous": "https://nb/api/dcim/devices/?limit=1",
+          "results": [)" + DeviceJson(2, 21, "12", R"("front")") + "]}";
+  absl::StatusOr<Plan> plan = PlanOf(files);
+  INFO(plan.status().ToString());
+  REQUIRE(plan.ok());
+  CHECK(plan->devices.size() == 2);
+}
+
 }  // namespace
 }  // namespace dcl::admin::netbox
