@@ -1,7 +1,8 @@
-// The NetBox importer's pure part: the saved API lists of tests/admin/netbox_fixtures parsed
-// and mapped onto dcl's inventory (geometry, heights, depths, sides, states), what is skipped
-// and why, the overlap NetBox records, request ids derived from NetBox ids, and the input it
-// refuses (a page of a longer list, a missing field).
+// The NetBox mapping (pure): the saved API lists of tests/admin/netbox_fixtures parsed and
+// mapped onto dcl's inventory (geometry, heights, depths, sides, states), what is skipped and
+// why, what is refused and why, the overlap NetBox records, reservations over devices, request
+// ids derived from NetBox ids, lists of several pages, and the input it refuses (an incomplete
+// list, a missing field, every form factor NetBox does not define).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -10,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "services/admin/netbox_import.h"
+#include "services/admin/netbox_mapping.h"
 #include "services/admin/rack_elevation.h"
 
 namespace dcl::admin::netbox {
@@ -46,6 +47,13 @@ const DevicePlan* Find(const Plan& plan, int64_t netbox_id) {
 
 std::string SkipReason(const Plan& plan, const std::string& what_prefix) {
   for (const Skipped& s : plan.skipped) {
+    if (absl::StartsWith(s.what, what_prefix)) return s.reason;
+  }
+  return "";
+}
+
+std::string RefusalReason(const Plan& plan, const std::string& what_prefix) {
+  for (const Skipped& s : plan.refused) {
     if (absl::StartsWith(s.what, what_prefix)) return s.reason;
   }
   return "";
@@ -156,7 +164,8 @@ TEST_CASE("input refused: a page of a longer list, a missing field, a bad site m
           "previous": null, "results": []})";
   absl::StatusOr<Export> paged = ParseExport(files);
   REQUIRE_FALSE(paged.ok());
-  CHECK(absl::StrContains(paged.status().message(), "devices.json: only one page"));
+  CHECK(absl::StrContains(paged.status().message(),
+                          "devices.json: an incomplete list: \"next\" is set and no page follows"));
 
   files = Fixtures();
   files["racks.json"] = R"({"count": 1, "next": null, "results": [{"id": 5, "name": "R"}]})";
@@ -189,7 +198,7 @@ TEST_CASE("older NetBox: `type` instead of form_factor, decimals as strings, bar
   REQUIRE(plan.ok());
   REQUIRE(plan->racks.size() == 1);
   CHECK(plan->racks[0].request.geometry().first_unit() == 0);
-  CHECK_FALSE(plan->racks[0].request.geometry().has_rear());
+  CHECK(plan->racks[0].request.geometry().has_rear());  // a 4-post frame has rear rails
   REQUIRE(plan->devices.size() == 1);
   CHECK(plan->devices[0].unit == 3);
 }
@@ -255,8 +264,29 @@ TEST_CASE("fix 2: a half-depth device with a position and no face is not given a
       R"("u_height": 42, "form_factor": {"value": "4-post-cabinet", "label": "4-post cabinet"})",
       DeviceJson(1, 23, "30", "null")));
   REQUIRE(plan.ok());
-  // No placement planned for a side NetBox does not record.
+  // No placement planned for a side NetBox does not record: refused, naming the device.
   CHECK(plan->devices.empty());
+  CHECK(absl::StrContains(RefusalReason(*plan, "device 1 (d1)"),
+                          "half-depth device at position 30 without a face"));
+}
+
+TEST_CASE("face null: a full-depth device takes both faces, an open frame has one: no guess") {
+  absl::StatusOr<Plan> plan = PlanOf(OneRack(
+      R"("u_height": 42, "form_factor": {"value": "4-post-cabinet", "label": "4-post cabinet"})",
+      DeviceJson(1, 21, "30", "null")));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->devices.size() == 1);
+  CHECK(plan->refused.empty());
+  plan = PlanOf(OneRack(R"("u_height": 42, "form_factor": "2-post-frame")",
+                        DeviceJson(1, 23, "30", "null")));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->devices.size() == 1);
+  CHECK(plan->devices[0].side == v1::SIDE_FRONT);
+  // A face NetBox does not define is refused too.
+  plan = PlanOf(OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet")",
+                        DeviceJson(1, 23, "30", R"("left")")));
+  REQUIRE(plan.ok());
+  CHECK(absl::StrContains(RefusalReason(*plan, "device 1"), "face \"left\""));
 }
 
 TEST_CASE("fix 3: a rack reservation over a device blocks the units that are free") {
@@ -269,6 +299,43 @@ TEST_CASE("fix 3: a rack reservation over a device blocks the units that are fre
   REQUIRE(plan->blocks.size() == 1);
   CHECK(plan->blocks[0].request.first_unit() == 39);
   CHECK(plan->blocks[0].request.last_unit() == 40);
+  CHECK(plan->blocks[0].request.both_sides());
+  CHECK(plan->blocks[0].request.reason() == "NetBox rack reservation 5 for bob: cust");
+  REQUIRE(plan->held.size() == 1);
+  CHECK(plan->held[0].what == "rack reservation 5");
+  CHECK(plan->held[0].reason == "front+rear U38 held by device 1 (d1)");
+  CHECK(plan->refused.empty());
+}
+
+TEST_CASE("a reservation over a half-depth device blocks the other face of its unit") {
+  absl::StatusOr<Plan> plan = PlanOf(OneRack(
+      R"("u_height": 42, "form_factor": "4-post-cabinet")",
+      DeviceJson(1, 23, "39", R"("front")"),
+      R"({"id": 5, "rack": {"id": 7}, "units": [38, 39, 40]})"));
+  REQUIRE(plan.ok());
+  std::vector<std::string> blocks;
+  for (const BlockPlan& b : plan->blocks) blocks.push_back(DescribeSlotRanges(BlockedSlots(b.request)));
+  CHECK(blocks == std::vector<std::string>{"front+rear U38", "rear U39", "front+rear U40"});
+  REQUIRE(plan->held.size() == 1);
+  CHECK(plan->held[0].reason == "front U39 held by device 1 (d1)");
+}
+
+TEST_CASE("split by holders: every slot held leaves no blocking; a one-sided request stays one-sided") {
+  v1::BlockUnitsRequest block;
+  block.set_first_unit(5);
+  block.set_last_unit(6);
+  block.set_both_sides(true);
+  Holders all = {{{v1::SIDE_FRONT, 5}, "x"}, {{v1::SIDE_REAR, 5}, "x"},
+                 {{v1::SIDE_FRONT, 6}, "y"}, {{v1::SIDE_REAR, 6}, "y"}};
+  SplitBlock split = SplitByHolders(block, true, all);
+  CHECK(split.free.empty());
+  CHECK(split.held == std::vector<std::string>{"front+rear U5 held by x", "front+rear U6 held by y"});
+  block.set_both_sides(false);
+  block.set_side(v1::SIDE_REAR);
+  split = SplitByHolders(block, true, {{{v1::SIDE_FRONT, 5}, "x"}});
+  REQUIRE(split.free.size() == 1);
+  CHECK(DescribeSlotRanges(BlockedSlots(split.free[0])) == "rear U5-U6");
+  CHECK(split.held.empty());
 }
 
 TEST_CASE("fix 4: a rack dcl cannot hold is not merely skipped") {
@@ -279,6 +346,45 @@ TEST_CASE("fix 4: a rack dcl cannot hold is not merely skipped") {
   // Skipped is for what takes no units; this rack and its device take units.
   CHECK(SkipReason(*plan, "rack 7") == "");
   CHECK(SkipReason(*plan, "device 1") == "");
+  // Refused instead, each named with why: the import exits 4.
+  CHECK(RefusalReason(*plan, "rack 7 (R7)") == "u_height 250: dcl racks have 1 to 100 whole units");
+  CHECK(RefusalReason(*plan, "device 1 (d1)") ==
+        "its rack 7 is refused (u_height 250: dcl racks have 1 to 100 whole units)");
+  CHECK(plan->racks.empty());
+  CHECK(plan->devices.empty());
+}
+
+TEST_CASE("refused, not skipped: a device taller than 20 U, a fractional position, a position "
+          "outside the rack, an unknown device type, a reservation of a refused rack") {
+  absl::StatusOr<Plan> plan = PlanOf(OneRack(
+      R"("u_height": 42, "form_factor": "4-post-cabinet")",
+      DeviceJson(1, 21, "10.5", R"("front")") + "," + DeviceJson(2, 99, "3", R"("front")") +
+          "," + DeviceJson(3, 22, "42", R"("front")")));
+  REQUIRE(plan.ok());
+  CHECK(plan->devices.empty());
+  CHECK(RefusalReason(*plan, "device 1") == "position 10.5: dcl books whole rack units only");
+  CHECK(absl::StartsWith(RefusalReason(*plan, "device 2"), "its device type 99 is not among"));
+  CHECK(RefusalReason(*plan, "device 3") ==
+        "position 42 with 2 units is outside its rack's units 1-42");
+  plan = PlanOf(OneRack(R"("u_height": 42, "form_factor": "3-post-frame")", "",
+                        R"({"id": 5, "rack": {"id": 7}, "units": [1]})"));
+  REQUIRE(plan.ok());
+  CHECK(RefusalReason(*plan, "rack 7") ==
+        "form factor \"3-post-frame\" is not one NetBox defines: its faces are unknown");
+  CHECK(absl::StartsWith(RefusalReason(*plan, "rack reservation 5"), "its rack 7 is refused"));
+}
+
+TEST_CASE("every form factor NetBox defines, and the ones it does not") {
+  CHECK(RackHasRear("2-post-frame") == false);
+  CHECK(RackHasRear("4-post-frame") == true);
+  CHECK(RackHasRear("4-post-cabinet") == true);
+  CHECK(RackHasRear("wall-frame") == false);
+  CHECK(RackHasRear("wall-frame-vertical") == false);
+  CHECK(RackHasRear("wall-cabinet") == true);
+  CHECK(RackHasRear("wall-cabinet-vertical") == true);
+  CHECK(RackHasRear("") == true);  // unknown: the expensive case
+  CHECK_FALSE(RackHasRear("4-Post-Frame").has_value());
+  CHECK_FALSE(RackHasRear("open").has_value());
 }
 
 TEST_CASE("fix 5: a saved list of several pages is read as one list") {
@@ -293,6 +399,44 @@ TEST_CASE("fix 5: a saved list of several pages is read as one list") {
   INFO(plan.status().ToString());
   REQUIRE(plan.ok());
   CHECK(plan->devices.size() == 2);
+}
+
+TEST_CASE("pages: an array of pages works; a list that changed while paged, or ends early, is "
+          "refused") {
+  const std::string page1 =
+      R"({"count": 2, "next": "https://nb/api/dcim/devices/?limit=1&offset=1", "previous": null,
+          "results": [)" + DeviceJson(1, 21, "10", R"("front")") + "]}";
+  const std::string page2 =
+      R"({"count": 2, "next": null, "previous": "https://nb/api/dcim/devices/?limit=1",
+          "results": [)" + DeviceJson(2, 21, "12", R"("front")") + "]}";
+  std::map<std::string, std::string> files =
+      OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet")", "");
+  files["devices.json"] = "[" + page1 + ",\n" + page2 + "]\n";
+  absl::StatusOr<Plan> plan = PlanOf(files);
+  INFO(plan.status().ToString());
+  REQUIRE(plan.ok());
+  CHECK(plan->devices.size() == 2);
+
+  // The same object on two pages: rows were inserted while paging.
+  files["devices.json"] = page1 + page1.substr(0, page1.find("\"next\"")) +
+                          R"("next": null, "results": [)" +
+                          DeviceJson(1, 21, "10", R"("front")") + "]}";
+  CHECK(absl::StrContains(PlanOf(files).status().message(),
+                          "devices.json page 2: object 1 a second time"));
+  // Fewer rows than count.
+  files["devices.json"] =
+      R"({"count": 3, "next": null, "results": [)" + DeviceJson(1, 21, "10", R"("front")") + "]}";
+  CHECK(absl::StrContains(PlanOf(files).status().message(),
+                          "\"count\" is 3 but the pages hold 1 objects"));
+  // A cut-off file, text after the array.
+  CHECK_FALSE(SplitPages(page1.substr(0, 40)).ok());
+  CHECK_FALSE(SplitPages("[" + page1 + "] x").ok());
+  CHECK_FALSE(SplitPages("").ok());
+  // Braces inside strings do not end a page.
+  absl::StatusOr<std::vector<std::string>> tricky =
+      SplitPages(R"({"a": "}{\"}"} {"b": [1, {"c": "]"}]})");
+  REQUIRE(tricky.ok());
+  CHECK(tricky->size() == 2);
 }
 
 }  // namespace

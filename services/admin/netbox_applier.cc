@@ -1,0 +1,379 @@
+#include "services/admin/netbox_applier.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/admin/cli_format.h"
+#include "services/admin/rack_elevation.h"
+#include "services/common/grpc_status.h"
+
+namespace dcl::admin::netbox {
+namespace {
+
+bool Replayed(const grpc::ClientContext& context) {
+  const auto& headers = context.GetServerInitialMetadata();
+  auto it = headers.find("dcl-replay");
+  return it != headers.end() && std::string(it->second.data(), it->second.size()) == "true";
+}
+
+// A one-line progress bar on stdout, only when stdout is a terminal (a pipe or a file gets the
+// report alone).
+class Progress {
+ public:
+  Progress(size_t total, bool enabled) : total_(total), enabled_(enabled && isatty(1) == 1) {}
+  void Step(const std::string& what) {
+    ++done_;
+    if (!enabled_ || total_ == 0) return;
+    const size_t width = 30;
+    const size_t filled = width * done_ / total_;
+    std::printf("\r[%s%s] %zu/%zu %-40.40s", std::string(filled, '#').c_str(),
+                std::string(width - filled, ' ').c_str(), done_, total_, what.c_str());
+    std::fflush(stdout);
+  }
+  void Finish() {
+    if (enabled_) std::printf("\r%90s\r", "");
+  }
+
+ private:
+  size_t total_, done_ = 0;
+  bool enabled_;
+};
+
+// The colliding units of a refused placement, as the refusal names them.
+std::string CollidingUnits(const grpc::Status& status) {
+  for (const std::string& line : DescribeError(status)) {
+    const size_t at = line.find("colliding units: ");
+    if (at != std::string::npos) return line.substr(at + 17);
+  }
+  return status.error_message();
+}
+
+// A placement of `device_id` with exactly `slots` among the rack's active bookings.
+bool HasBooking(const v1::Rack& rack, v1::BookingKind kind, const std::string& device_id,
+                const std::vector<v1::Slot>& slots) {
+  std::map<std::string, std::set<std::pair<int, int>>> by_booking;
+  for (const v1::ElevationSlot& s : rack.occupied()) {
+    if (s.kind() == kind && s.device_id() == device_id) {
+      by_booking[s.booking_id()].insert({s.slot().side(), s.slot().unit()});
+    }
+  }
+  std::set<std::pair<int, int>> wanted;
+  for (const v1::Slot& s : slots) wanted.insert({s.side(), s.unit()});
+  for (const auto& [id, have] : by_booking) {
+    if (have == wanted) return true;
+  }
+  return false;
+}
+
+std::string RackWhat(const Plan& plan, int64_t netbox_id) {
+  for (const RackPlan& r : plan.racks) {
+    if (r.netbox_id == netbox_id)
+      return absl::StrCat("rack ", netbox_id, " (", r.request.name(), ")");
+  }
+  return absl::StrCat("rack ", netbox_id);
+}
+
+}  // namespace
+
+grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Report* out) {
+  const bool dry_run = options.dry_run;
+  Report& report = *out;
+  report.skipped = plan.skipped;
+  report.refused = plan.refused;
+  report.held = plan.held;
+  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings"}) {
+    report.counts[kind];
+  }
+  Progress progress(
+      plan.sites.size() + plan.racks.size() + plan.devices.size() * 2 + plan.blocks.size(),
+      options.progress);
+  auto fail = [&](const grpc::Status& status) {
+    progress.Finish();
+    return status;
+  };
+  auto call = [&](auto&& fn) -> std::pair<grpc::Status, bool> {
+    std::unique_ptr<grpc::ClientContext> context = make_context_();
+    const grpc::Status status = fn(context.get());
+    return {status, status.ok() && Replayed(*context)};
+  };
+  v1::InventoryService::StubInterface* inventory = &inventory_;
+  v1::OccupancyService::StubInterface* occupancy = &occupancy_;
+
+  // Sites, matched by name.
+  std::map<std::string, std::string> site_by_name;
+  {
+    v1::ListSitesRequest req;
+    req.set_page_size(500);
+    do {
+      v1::ListSitesResponse page;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return inventory->ListSites(c, req, &page); });
+      if (!status.ok()) return fail(status);
+      for (const v1::Site& s : page.sites()) site_by_name[s.name()] = s.id();
+      req.set_page_token(page.next_page_token());
+    } while (!req.page_token().empty());
+  }
+  std::map<int64_t, std::string> site_id;  // NetBox id → dcl id ("" in a dry run: not yet)
+  for (const SitePlan& p : plan.sites) {
+    progress.Step("site " + p.request.name());
+    auto found = site_by_name.find(p.request.name());
+    if (found != site_by_name.end()) {
+      site_id[p.netbox_id] = found->second;
+      ++report.counts["sites"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      site_id[p.netbox_id] = "";
+      ++report.counts["sites"].created;
+      continue;
+    }
+    v1::Site site;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return inventory->CreateSite(c, p.request, &site); });
+    if (!status.ok()) return fail(status);
+    site_id[p.netbox_id] = site.id();
+    ++(replayed ? report.counts["sites"].unchanged : report.counts["sites"].created);
+  }
+
+  // Racks, matched by name within their site; devices by serial.
+  std::map<std::pair<std::string, std::string>, std::string> rack_by_name;  // (site, name)
+  std::map<std::string, std::string> device_by_serial;
+  for (const auto& [netbox_id, id] : site_id) {
+    if (id.empty()) continue;
+    v1::ListRacksRequest racks;
+    racks.set_site_id(id);
+    racks.set_page_size(500);
+    do {
+      v1::ListRacksResponse page;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return inventory->ListRacks(c, racks, &page); });
+      if (!status.ok()) return fail(status);
+      for (const v1::RackRecord& r : page.racks()) rack_by_name[{id, r.name()}] = r.id();
+      racks.set_page_token(page.next_page_token());
+    } while (!racks.page_token().empty());
+    v1::ListDevicesRequest devices;
+    devices.set_site_id(id);
+    devices.set_include_decommissioned(true);
+    devices.set_page_size(500);
+    do {
+      v1::ListDevicesResponse page;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return inventory->ListDevices(c, devices, &page); });
+      if (!status.ok()) return fail(status);
+      for (const v1::Device& d : page.devices()) {
+        if (!d.serial().empty()) device_by_serial[d.serial()] = d.id();
+      }
+      devices.set_page_token(page.next_page_token());
+    } while (!devices.page_token().empty());
+  }
+
+  std::map<int64_t, std::string> rack_id;
+  std::map<int64_t, bool> rack_has_rear;
+  for (const RackPlan& p : plan.racks) {
+    progress.Step("rack " + p.request.name());
+    rack_has_rear[p.netbox_id] = p.request.geometry().has_rear();
+    const std::string& site = site_id[p.site_netbox_id];
+    auto found = rack_by_name.find({site, p.request.name()});
+    if (!site.empty() && found != rack_by_name.end()) {
+      rack_id[p.netbox_id] = found->second;
+      ++report.counts["racks"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      rack_id[p.netbox_id] = "";
+      ++report.counts["racks"].created;
+      continue;
+    }
+    v1::CreateRackRequest req = p.request;
+    req.set_site_id(site);
+    v1::RackRecord rack;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return inventory->CreateRack(c, req, &rack); });
+    if (!status.ok()) return fail(status);
+    rack_id[p.netbox_id] = rack.id();
+    ++(replayed ? report.counts["racks"].unchanged : report.counts["racks"].created);
+  }
+
+  std::map<int64_t, std::string> device_id;
+  for (const DevicePlan& p : plan.devices) {
+    progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
+    const std::string& site = site_id[p.site_netbox_id];
+    auto found = device_by_serial.find(p.request.serial());
+    if (!p.request.serial().empty() && found != device_by_serial.end()) {
+      device_id[p.netbox_id] = found->second;
+      ++report.counts["devices"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      device_id[p.netbox_id] = "";
+      ++report.counts["devices"].created;
+      continue;
+    }
+    v1::RegisterDeviceRequest req = p.request;
+    req.set_site_id(site);
+    v1::Device device;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return inventory->RegisterDevice(c, req, &device); });
+    // A business refusal of one device (its serial belongs to another device of the
+    // organization, say) is reported and the import goes on; its placement is not attempted.
+    if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+        status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      report.refused.push_back(
+          {absl::StrCat("device ", p.netbox_id,
+                        p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")"),
+           absl::StrCat("registration refused: ", status.error_message())});
+      continue;
+    }
+    if (!status.ok()) return fail(status);
+    device_id[p.netbox_id] = device.id();
+    ++(replayed ? report.counts["devices"].unchanged : report.counts["devices"].created);
+  }
+
+  // Placements and blockings: what each rack holds now decides what is already there.
+  std::map<int64_t, v1::Rack> elevation;
+  auto elevation_of = [&](int64_t rack_netbox_id) -> std::optional<grpc::Status> {
+    const std::string& id = rack_id[rack_netbox_id];
+    if (id.empty() || elevation.count(rack_netbox_id) > 0) return std::nullopt;
+    v1::GetRackRequest req;
+    req.set_rack_id(id);
+    v1::Rack rack;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return occupancy->GetRack(c, req, &rack); });
+    if (!status.ok()) return status;
+    elevation[rack_netbox_id] = rack;
+    return std::nullopt;
+  };
+  // In a dry run the placements NetBox records in overlapping units are known beforehand.
+  const std::map<int64_t, std::vector<v1::Slot>> overlaps = OverlappingPlacements(plan);
+  for (const DevicePlan& p : plan.devices) {
+    const std::string what = absl::StrCat("device ", p.netbox_id,
+                                          p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")");
+    progress.Step("placement " + what);
+    if (auto failed = elevation_of(p.rack_netbox_id)) return fail(*failed);
+    const std::string where =
+        absl::StrCat(RackWhat(plan, p.rack_netbox_id), " ", SideName(p.side), " U", p.unit);
+    const std::vector<v1::Slot> slots =
+        ClaimedSlots(p.lowest_number, p.request.height_units(), p.side,
+                             p.request.depth_class(), rack_has_rear[p.rack_netbox_id]);
+    const auto registered = device_id.find(p.netbox_id);
+    if (registered == device_id.end()) continue;  // its registration was refused, reported above
+    const std::string& device = registered->second;
+    auto rack = elevation.find(p.rack_netbox_id);
+    if (!device.empty() && rack != elevation.end() &&
+        HasBooking(rack->second, v1::BOOKING_PLACEMENT, device, slots)) {
+      ++report.counts["placements"].unchanged;
+      continue;
+    }
+    if (dry_run) {
+      auto overlap = overlaps.find(p.netbox_id);
+      if (overlap != overlaps.end()) {
+        report.refused.push_back(
+            {what, absl::StrCat("placement at ", where, " would be refused: units taken: ",
+                                DescribeSlotRanges(overlap->second))});
+      } else {
+        ++report.counts["placements"].created;
+      }
+      continue;
+    }
+    v1::PlaceDeviceRequest req;
+    req.set_rack_id(rack_id[p.rack_netbox_id]);
+    req.set_device_id(device);
+    req.set_side(p.side);
+    req.set_unit(p.unit);
+    req.set_reason(absl::StrCat("imported from NetBox device ", p.netbox_id));
+    // Derived from NetBox's ids: a re-run within the ledger's retention replays this call.
+    req.set_request_id(DerivedRequestId(absl::StrCat(
+        "netbox placement ", p.netbox_id, " rack ", p.rack_netbox_id, " unit ", p.unit)));
+    v1::Booking booking;
+    auto [status, replayed] =
+        call([&](grpc::ClientContext* c) { return occupancy->PlaceDevice(c, req, &booking); });
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
+      const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
+      const bool occupied = detail.has_value() && detail->reason() == v1::UNIT_OCCUPIED;
+      report.refused.push_back(
+          {what, absl::StrCat("placement at ", where, " refused: ",
+                              occupied ? "units taken: " + CollidingUnits(status)
+                                       : status.error_message())});
+      continue;
+    }
+    if (!status.ok()) return fail(status);
+    ++report.counts["placements"].created;
+  }
+
+  // Reservations: the units are blocked unless something holds them already. A unit a
+  // blocking holds is out of service as the reservation wants (an earlier run's blocking, or
+  // an operator's); a unit a placement, reservation or move hold takes is reported as held.
+  std::map<std::string, std::string> device_netbox;  // dcl device id → "device N (name)"
+  for (const DevicePlan& d : plan.devices) {
+    auto it = device_id.find(d.netbox_id);
+    if (it != device_id.end() && !it->second.empty()) {
+      device_netbox[it->second] = absl::StrCat(
+          "device ", d.netbox_id, d.netbox_name.empty() ? "" : " (" + d.netbox_name + ")");
+    }
+  }
+  static const std::string kBlocked = "\x01blocked";
+  for (const BlockPlan& p : plan.blocks) {
+    progress.Step(absl::StrCat("rack reservation ", p.netbox_id));
+    if (auto failed = elevation_of(p.rack_netbox_id)) return fail(*failed);
+    const std::string what = absl::StrCat("rack reservation ", p.netbox_id);
+    Holders holders;
+    if (auto rack = elevation.find(p.rack_netbox_id); rack != elevation.end()) {
+      for (const v1::ElevationSlot& s : rack->second.occupied()) {
+        std::string holder = kBlocked;
+        if (s.kind() != v1::BOOKING_BLOCKING) {
+          auto known = device_netbox.find(s.device_id());
+          holder = absl::StrCat(KindName(s.kind()), " ", s.booking_id(), " of ",
+                                known != device_netbox.end() ? known->second
+                                                             : "dcl device " + s.device_id());
+        }
+        holders[{s.slot().side(), s.slot().unit()}] = holder;
+      }
+    }
+    const SplitBlock split = SplitByHolders(p.request, rack_has_rear[p.rack_netbox_id], holders);
+    for (const std::string& line : split.held) {
+      if (line.size() > kBlocked.size() &&
+          line.compare(line.size() - kBlocked.size(), kBlocked.size(), kBlocked) == 0) {
+        continue;
+      }
+      report.held.push_back({what, line});
+    }
+    if (split.free.empty()) {
+      ++report.counts["blockings"].unchanged;
+      continue;
+    }
+    for (const v1::BlockUnitsRequest& free : split.free) {
+      if (dry_run) {
+        ++report.counts["blockings"].created;
+        continue;
+      }
+      v1::BlockUnitsRequest req = free;
+      req.set_rack_id(rack_id[p.rack_netbox_id]);
+      req.set_request_id(DerivedRequestId(absl::StrCat(
+          "netbox rack reservation ", p.netbox_id, " units ", req.first_unit(), "-",
+          req.last_unit(), " side ", req.both_sides() ? "both" : SideName(req.side()))));
+      v1::Booking booking;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
+      // Someone was faster between the read and this write: the units are held, not free.
+      if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        report.held.push_back(
+            {what, absl::StrCat(DescribeSlotRanges(BlockedSlots(req)), " of ",
+                                RackWhat(plan, p.rack_netbox_id),
+                                " taken meanwhile: ", CollidingUnits(status))});
+        continue;
+      }
+      if (!status.ok()) return fail(status);
+      ++(replayed ? report.counts["blockings"].unchanged : report.counts["blockings"].created);
+    }
+  }
+  progress.Finish();
+  return grpc::Status::OK;
+}
+
+}  // namespace dcl::admin::netbox
