@@ -29,6 +29,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "dcl/v1/inventory.grpc.pb.h"
 #include "dcl/v1/moves.grpc.pb.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
@@ -38,6 +40,7 @@
 #include "services/admin/db_commands.h"
 #include "services/admin/grpc_client.h"
 #include "services/admin/netbox_applier.h"
+#include "services/admin/netbox_client.h"
 #include "services/admin/netbox_mapping.h"
 #include "services/admin/rack_elevation.h"
 #include "services/admin/text_table.h"
@@ -114,6 +117,15 @@ ABSL_FLAG(std::string, request_id, "",
           "default a fresh random one");
 // Import.
 ABSL_FLAG(std::string, dir, "", "import netbox: the directory of the saved NetBox list responses");
+ABSL_FLAG(std::string, url, "", "import netbox: NetBox's base URL (https://netbox.example.net)");
+ABSL_FLAG(std::string, token_file, "",
+          "import netbox --url: a file holding the NetBox API token (v1, or v2 nbt_…)");
+ABSL_FLAG(std::string, ca, "", "import netbox --url: PEM file of a private CA (else the system's)");
+ABSL_FLAG(int, netbox_timeout_seconds, 30, "import netbox --url: how long one request may take");
+ABSL_FLAG(int, netbox_attempts, 5,
+          "import netbox --url: attempts per request on 429, 5xx and transport failures");
+ABSL_FLAG(int, netbox_backoff_ms, 500,
+          "import netbox --url: the first wait before a retry (doubled each time, at most 30 s)");
 ABSL_FLAG(std::string, site_map, "",
           "import netbox: NETBOX_SITE=DCL_SITE,… (slug or name → the dcl site name)");
 ABSL_FLAG(bool, dry_run, false, "import netbox: show what would change, write nothing");
@@ -921,18 +933,65 @@ void PrintImportReport(const Invocation& inv, const std::string& source, bool dr
   }
 }
 
-int ImportNetbox(Invocation& inv) {
-  const std::string dir = Required(FLAGS_dir, "dir");
-  const bool dry_run = absl::GetFlag(FLAGS_dry_run);
-  std::map<std::string, std::string> files;
-  for (const char* name : netbox::kFiles) {
-    bool ok = false;
-    std::string text = ReadFileText(dir + "/" + name, &ok);
-    if (!ok) throw UsageError(absl::StrCat("cannot read ", dir, "/", name));
-    files[name] = std::move(text);
+// The NetBox lists, from saved files (--dir) or NetBox's API (--url): parsed completely before
+// anything is written.
+absl::StatusOr<netbox::Export> ReadNetbox(const Invocation& inv, std::string* source) {
+  const std::string dir = absl::GetFlag(FLAGS_dir), url = absl::GetFlag(FLAGS_url);
+  if (dir.empty() == url.empty()) throw UsageError("one of --dir and --url is required");
+  if (!dir.empty()) {
+    *source = dir;
+    std::map<std::string, std::string> files;
+    for (const char* name : netbox::kFiles) {
+      bool ok = false;
+      std::string text = ReadFileText(dir + "/" + name, &ok);
+      if (!ok) throw UsageError(absl::StrCat("cannot read ", dir, "/", name));
+      files[name] = std::move(text);
+    }
+    absl::StatusOr<netbox::Export> in = netbox::ParseExport(files);
+    if (!in.ok()) throw UsageError(std::string(in.status().message()));
+    return in;
   }
-  absl::StatusOr<netbox::Export> in = netbox::ParseExport(files);
-  if (!in.ok()) throw UsageError(std::string(in.status().message()));
+  *source = url;
+  netbox::FetchOptions options;
+  options.base_url = url;
+  const std::string token_file = Required(FLAGS_token_file, "token_file");
+  bool ok = false;
+  options.token = std::string(absl::StripAsciiWhitespace(ReadFileText(token_file, &ok)));
+  if (!ok) throw UsageError("cannot read --token-file " + token_file);
+  if (options.token.empty() || absl::StrContains(options.token, " ") ||
+      absl::StrContains(options.token, "\n")) {
+    throw UsageError("--token-file " + token_file + " must hold one token, nothing else");
+  }
+  options.ca_file = absl::GetFlag(FLAGS_ca);
+  for (absl::string_view slug : absl::StrSplit(absl::GetFlag(FLAGS_site), ',', absl::SkipEmpty())) {
+    options.site_slugs.emplace_back(absl::StripAsciiWhitespace(slug));
+  }
+  options.timeout_seconds = std::max(1, absl::GetFlag(FLAGS_netbox_timeout_seconds));
+  options.max_attempts = std::max(1, absl::GetFlag(FLAGS_netbox_attempts));
+  options.first_backoff_ms = std::max(1, absl::GetFlag(FLAGS_netbox_backoff_ms));
+  const bool terminal = !inv.json && isatty(1) == 1;
+  if (terminal) {
+    options.on_page = [](const std::string& list, int pages, size_t objects, size_t total) {
+      std::printf("\rreading %-18s page %d, %zu/%zu%20s", list.c_str(), pages, objects, total, "");
+      std::fflush(stdout);
+    };
+  }
+  absl::StatusOr<netbox::Pages> pages = netbox::FetchAll(options);
+  if (terminal) std::printf("\r%90s\r", "");
+  if (!pages.ok()) return pages.status();
+  absl::StatusOr<netbox::Export> in = netbox::ParseExport(*pages);
+  if (!in.ok()) return absl::InvalidArgumentError(absl::StrCat(url, ": ", in.status().message()));
+  return in;
+}
+
+int ImportNetbox(Invocation& inv) {
+  const bool dry_run = absl::GetFlag(FLAGS_dry_run);
+  std::string source;
+  absl::StatusOr<netbox::Export> in = ReadNetbox(inv, &source);
+  if (!in.ok()) {
+    std::fprintf(stderr, "dclctl %s: %s\n", inv.name.c_str(), std::string(in.status().message()).c_str());
+    return ExitCodeFor(static_cast<grpc::StatusCode>(in.status().code()));
+  }
   absl::StatusOr<std::map<std::string, std::string>> site_map =
       netbox::ParseSiteMap(absl::GetFlag(FLAGS_site_map));
   if (!site_map.ok()) throw UsageError(std::string(site_map.status().message()));
@@ -949,7 +1008,7 @@ int ImportNetbox(Invocation& inv) {
   netbox::Report report;
   const grpc::Status status = applier.Apply(*plan, options, &report);
   if (!status.ok()) return ReportFailure(inv, status);
-  PrintImportReport(inv, dir, dry_run, report);
+  PrintImportReport(inv, source, dry_run, report);
   return report.refused.empty() ? kExitOk : kExitRefused;
 }
 
@@ -1100,9 +1159,10 @@ const std::vector<Command>& Commands() {
        Section::kInventory,
        DeviceDecommission},
       {{"import", "netbox"},
-       "--dir DIR [--site_map NB=DCL,…] [--dry_run]",
-       "sites, racks, devices, placements and rack reservations from saved NetBox API lists; "
-       "re-runs are idempotent; exit 4 when a placement was refused",
+       "--dir DIR | --url URL --token-file FILE [--site SLUG,…] [--ca FILE]; [--site_map "
+       "NB=DCL,…] [--dry_run]",
+       "sites, racks, devices, placements and rack reservations from NetBox's API or saved "
+       "lists; re-runs are idempotent; exit 4 when something that takes units was refused",
        0,
        0,
        Section::kInventory,
