@@ -29,6 +29,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "dcl/v1/inventory.grpc.pb.h"
@@ -893,14 +895,16 @@ std::string ReadFileText(const std::string& path, bool* ok) {
   return text.str();
 }
 
-void PrintImportReport(const Invocation& inv, const std::string& source, bool dry_run,
-                       netbox::Report& report) {
+void PrintImportReport(const Invocation& inv, const std::string& source, const std::string& run,
+                       bool dry_run, netbox::Report& report) {
   const std::pair<const char*, const std::vector<netbox::Skipped>*> lists[] = {
-      {"skipped", &report.skipped}, {"refused", &report.refused}, {"held", &report.held}};
+      {"skipped", &report.skipped}, {"refused", &report.refused}, {"held", &report.held},
+      {"drift", &report.drift}};
   if (inv.json) {
     google::protobuf::Struct out;
     auto& fields = *out.mutable_fields();
     fields["dry_run"].set_bool_value(dry_run);
+    fields["run"].set_string_value(run);
     for (const auto& [kind, counts] : report.counts) {
       auto& c = *fields[kind].mutable_struct_value()->mutable_fields();
       c["created"].set_number_value(counts.created);
@@ -917,10 +921,11 @@ void PrintImportReport(const Invocation& inv, const std::string& source, bool dr
     std::printf("%s\n", ToJson(out).c_str());
     return;
   }
-  std::printf("NetBox import from %s%s\n", source.c_str(),
+  std::printf("NetBox import from %s, %s%s\n", source.c_str(), run.c_str(),
               dry_run ? " (dry run: nothing written)" : "");
   std::vector<std::vector<std::string>> rows;
-  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings"}) {
+  for (const char* kind :
+       {"sites", "racks", "devices", "placements", "blockings", "drift blockings"}) {
     rows.push_back({kind, absl::StrCat(report.counts[kind].created),
                     absl::StrCat(report.counts[kind].unchanged)});
   }
@@ -1005,11 +1010,14 @@ int ImportNetbox(Invocation& inv) {
   netbox::ApplyOptions options;
   options.dry_run = dry_run;
   options.progress = !inv.json;
+  options.run = "import " + absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
   netbox::Report report;
   const grpc::Status status = applier.Apply(*plan, options, &report);
   if (!status.ok()) return ReportFailure(inv, status);
-  PrintImportReport(inv, source, dry_run, report);
-  return report.refused.empty() ? kExitOk : kExitRefused;
+  PrintImportReport(inv, source, options.run, dry_run, report);
+  // A refusal loses data and wins over drift, which loses none (dcl stays the arbiter).
+  if (!report.refused.empty()) return kExitRefused;
+  return report.drift.empty() ? kExitOk : kExitDrift;
 }
 
 // --- Servers -------------------------------------------------------------------------------
@@ -1323,7 +1331,8 @@ std::string HelpText() {
       "\nExit status: 0 done; 1 other failure; 2 bad flags or input (INVALID_ARGUMENT);\n"
       "3 not found; 4 refused by a rule (FAILED_PRECONDITION, RESOURCE_EXHAUSTED; a plan that\n"
       "would be refused); 5 lost a race, retry now (ABORTED); 6 unavailable or deadline, retry\n"
-      "later; 7 not authenticated or not allowed; 130 a watch stopped by Ctrl-C.\n"
+      "later; 7 not authenticated or not allowed; 8 import netbox: NetBox and dcl disagree\n"
+      "(drift; nothing refused); 130 a watch stopped by Ctrl-C.\n"
       "\nFlags (a dash in a name is an underscore: --dry-run is --dry_run):\n",
       FlagsHelp());
   return text;

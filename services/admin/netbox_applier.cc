@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -30,7 +31,7 @@ class Progress {
     ++done_;
     if (!enabled_ || total_ == 0) return;
     const size_t width = 30;
-    const size_t filled = width * done_ / total_;
+    const size_t filled = width * std::min(done_, total_) / total_;
     std::printf("\r[%s%s] %zu/%zu %-40.40s", std::string(filled, '#').c_str(),
                 std::string(width - filled, ' ').c_str(), done_, total_, what.c_str());
     std::fflush(stdout);
@@ -86,7 +87,8 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   report.skipped = plan.skipped;
   report.refused = plan.refused;
   report.held = plan.held;
-  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings"}) {
+  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings",
+                           "drift blockings"}) {
     report.counts[kind];
   }
   Progress progress(
@@ -200,12 +202,16 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   }
 
   std::map<int64_t, std::string> device_id;
+  // Devices dcl had before this run (found by serial, or registered by an earlier run: the
+  // registration replayed). Their placements are dcl's, never the import's to make.
+  std::set<int64_t> known;
   for (const DevicePlan& p : plan.devices) {
     progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
     const std::string& site = site_id[p.site_netbox_id];
     auto found = device_by_serial.find(p.request.serial());
     if (!p.request.serial().empty() && found != device_by_serial.end()) {
       device_id[p.netbox_id] = found->second;
+      known.insert(p.netbox_id);
       ++report.counts["devices"].unchanged;
       continue;
     }
@@ -231,6 +237,7 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     }
     if (!status.ok()) return fail(status);
     device_id[p.netbox_id] = device.id();
+    if (replayed) known.insert(p.netbox_id);
     ++(replayed ? report.counts["devices"].unchanged : report.counts["devices"].created);
   }
 
@@ -248,6 +255,25 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     elevation[rack_netbox_id] = rack;
     return std::nullopt;
   };
+  // Every rack's elevation as it is before this run's placements: the reconciliation compares
+  // NetBox's claims with it.
+  for (const RackPlan& r : plan.racks) {
+    if (auto failed = elevation_of(r.netbox_id)) return fail(*failed);
+  }
+  struct DclPlacement {
+    int64_t rack_netbox_id = 0;
+    std::vector<v1::Slot> slots;
+  };
+  std::map<std::string, DclPlacement> dcl_placement;  // dcl device id → where dcl has it
+  for (const auto& [rack_netbox_id, rack] : elevation) {
+    for (const v1::ElevationSlot& s : rack.occupied()) {
+      if (s.kind() != v1::BOOKING_PLACEMENT) continue;
+      DclPlacement& d = dcl_placement[s.device_id()];
+      d.rack_netbox_id = rack_netbox_id;
+      d.slots.push_back(s.slot());
+    }
+  }
+  std::vector<const DevicePlan*> drifted;
   // In a dry run the placements NetBox records in overlapping units are known beforehand.
   const std::map<int64_t, std::vector<v1::Slot>> overlaps = OverlappingPlacements(plan);
   for (const DevicePlan& p : plan.devices) {
@@ -267,6 +293,21 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     if (!device.empty() && rack != elevation.end() &&
         HasBooking(rack->second, v1::BOOKING_PLACEMENT, device, slots)) {
       ++report.counts["placements"].unchanged;
+      continue;
+    }
+    if (known.count(p.netbox_id) > 0) {
+      // Drift: dcl's bookings are the arbiter, so a device dcl already has is never placed,
+      // moved or released here; what NetBox claims for it is blocked below where dcl has it
+      // free.
+      auto dcl = dcl_placement.find(device);
+      report.drift.push_back(
+          {what, absl::StrCat("NetBox: ", RackWhat(plan, p.rack_netbox_id), " ",
+                              DescribeSlotRanges(slots), "; dcl: ",
+                              dcl == dcl_placement.end()
+                                  ? std::string("placed nowhere")
+                                  : absl::StrCat(RackWhat(plan, dcl->second.rack_netbox_id), " ",
+                                                 DescribeSlotRanges(dcl->second.slots)))});
+      drifted.push_back(&p);
       continue;
     }
     if (dry_run) {
@@ -327,9 +368,9 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       for (const v1::ElevationSlot& s : rack->second.occupied()) {
         std::string holder = kBlocked;
         if (s.kind() != v1::BOOKING_BLOCKING) {
-          auto known = device_netbox.find(s.device_id());
+          auto netbox_device = device_netbox.find(s.device_id());
           holder = absl::StrCat(KindName(s.kind()), " ", s.booking_id(), " of ",
-                                known != device_netbox.end() ? known->second
+                                netbox_device != device_netbox.end() ? netbox_device->second
                                                              : "dcl device " + s.device_id());
         }
         holders[{s.slot().side(), s.slot().unit()}] = holder;
@@ -370,6 +411,79 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       }
       if (!status.ok()) return fail(status);
       ++(replayed ? report.counts["blockings"].unchanged : report.counts["blockings"].created);
+    }
+  }
+  // The reverse: units dcl places a device in where NetBox records none (devices of this import
+  // that stand elsewhere are reported above, once).
+  std::map<int64_t, std::set<std::pair<int, int>>> claimed;  // rack → NetBox's device slots
+  for (const DevicePlan& d : plan.devices) {
+    for (const v1::Slot& s : ClaimedSlots(d.lowest_number, d.request.height_units(), d.side,
+                                          d.request.depth_class(), rack_has_rear[d.rack_netbox_id])) {
+      claimed[d.rack_netbox_id].insert({s.side(), s.unit()});
+    }
+  }
+  for (const auto& [rack_netbox_id, rack] : elevation) {
+    std::map<std::string, std::vector<v1::Slot>> unclaimed;  // booking → its slots NetBox lacks
+    std::map<std::string, std::string> booking_device;
+    for (const v1::ElevationSlot& s : rack.occupied()) {
+      if (s.kind() != v1::BOOKING_PLACEMENT || device_netbox.count(s.device_id()) > 0) continue;
+      if (claimed[rack_netbox_id].count({s.slot().side(), s.slot().unit()}) > 0) continue;
+      unclaimed[s.booking_id()].push_back(s.slot());
+      booking_device[s.booking_id()] = s.device_id();
+    }
+    for (const auto& [booking, slots] : unclaimed) {
+      report.drift.push_back(
+          {RackWhat(plan, rack_netbox_id),
+           absl::StrCat("dcl places device ", booking_device[booking], " (booking ", booking,
+                        ") at ", DescribeSlotRanges(slots), " where NetBox records no device")});
+    }
+  }
+
+  // Units NetBox claims for a drifted device and dcl holds free must not stay for sale: they
+  // are blocked, with a reason naming the NetBox object and this run. The racks are read
+  // again, after this run's own placements and blockings.
+  std::set<int64_t> reread;
+  for (const DevicePlan* p : drifted) {
+    const std::string what = absl::StrCat(
+        "device ", p->netbox_id, p->netbox_name.empty() ? "" : " (" + p->netbox_name + ")");
+    progress.Step("drift " + what);
+    if (!dry_run && reread.insert(p->rack_netbox_id).second) {
+      elevation.erase(p->rack_netbox_id);
+      if (auto failed = elevation_of(p->rack_netbox_id)) return fail(*failed);
+    }
+    Holders holders;
+    for (const v1::ElevationSlot& s : elevation[p->rack_netbox_id].occupied()) {
+      holders[{s.slot().side(), s.slot().unit()}] = s.booking_id();
+    }
+    const bool rear = rack_has_rear[p->rack_netbox_id];
+    v1::BlockUnitsRequest claim;
+    const int last = p->lowest_number + p->request.height_units() - 1;
+    claim.set_first_unit(p->lowest_number);
+    claim.set_last_unit(last);
+    const bool both = rear && p->request.depth_class() != v1::DEPTH_HALF;
+    claim.set_both_sides(both);
+    claim.set_side(both ? v1::SIDE_UNSPECIFIED : p->side);
+    claim.set_reason(absl::StrCat("NetBox ", what, " claims these units, dcl holds them free (drift, ",
+                                  options.run, ")"));
+    for (const v1::BlockUnitsRequest& free : SplitByHolders(claim, rear, holders).free) {
+      if (dry_run) {
+        ++report.counts["drift blockings"].created;
+        continue;
+      }
+      v1::BlockUnitsRequest req = free;
+      req.set_rack_id(rack_id[p->rack_netbox_id]);
+      req.set_request_id(DerivedRequestId(absl::StrCat(
+          "netbox drift ", options.run, " device ", p->netbox_id, " units ", req.first_unit(),
+          "-", req.last_unit(), " side ", req.both_sides() ? "both" : SideName(req.side()))));
+      v1::Booking booking;
+      auto [status, replayed] =
+          call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
+      if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        // Taken between the read and this write: no longer free, so nothing left for sale.
+        continue;
+      }
+      if (!status.ok()) return fail(status);
+      ++report.counts["drift blockings"].created;
     }
   }
   progress.Finish();

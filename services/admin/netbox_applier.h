@@ -5,6 +5,12 @@
 // re-run (or a retry after a timeout) replays instead of writing twice. Placements go through
 // PlaceDevice, the one booking write path; the slot index decides who wins, and a refusal is
 // reported with the units it names. Nothing is moved or released.
+//
+// Re-sync is reconciliation: a device dcl already has (found by serial, or registered by an
+// earlier run) is never placed by the import. Where NetBox puts it elsewhere than dcl — other
+// units, another rack, nowhere in dcl — the difference is reported as drift, and the units
+// NetBox claims for it that dcl holds free are blocked (unknown reads as blocked, never as
+// free), the blocking's reason naming the NetBox device and the run.
 #ifndef DCL_SERVICES_ADMIN_NETBOX_APPLIER_H_
 #define DCL_SERVICES_ADMIN_NETBOX_APPLIER_H_
 
@@ -25,17 +31,22 @@ namespace dcl::admin::netbox {
 struct ApplyOptions {
   bool dry_run = false;   // read and compare, write nothing
   bool progress = false;  // a one-line progress bar on stdout, when stdout is a terminal
+  // Names this run in the reasons of the blockings drift makes ("import 2026-12-01T20:31:07Z").
+  std::string run = "import";
 };
 
 struct Report {
   struct Counts {
     int created = 0, unchanged = 0;
   };
-  // "sites", "racks", "devices", "placements", "blockings"
+  // "sites", "racks", "devices", "placements", "blockings", "drift blockings"
   std::map<std::string, Counts> counts;
   std::vector<Skipped> skipped;  // takes no rack unit
   std::vector<Skipped> refused;  // should take units and cannot (mapping or a server's refusal)
   std::vector<Skipped> held;     // reserved units something else already holds, and what
+  // Where NetBox and dcl disagree: a device dcl has at other units, in another rack or
+  // nowhere; units dcl places a device in where NetBox records none.
+  std::vector<Skipped> drift;
 };
 
 class Applier {

@@ -285,5 +285,61 @@ TEST_CASE("--dir: a rack of 250 U and its device are refused by name (exit 4); a
   CHECK(Count(w, "racks WHERE name = 'HUGE'") == "0");
 }
 
+TEST_CASE("re-sync is reconciliation: drift reported (exit 8), never moved or released; the "
+          "units NetBox claims that dcl holds free are blocked; --dry-run writes nothing") {
+  World w;
+  const std::string dir = Cwd() + "/tests/admin/netbox_fixtures";
+  REQUIRE(Run(w, {"import", "netbox", "--dir", dir}).exit == 4);  // the overlap of device 106
+  const std::string a01 = w.db.Scalar("SELECT id FROM racks WHERE name = 'FRA1-A01'");
+  const std::string site = w.db.Scalar("SELECT id FROM sites");
+  const std::string web01 = w.db.Scalar("SELECT id FROM devices WHERE serial = 'DL-0101'");
+  // In dcl, fra1-web-01 moves from U10 to U5 (released and placed again); a device NetBox does
+  // not know goes into U3.
+  const std::string booking = w.db.Scalar(
+      "SELECT id FROM bookings WHERE device_id = '" + web01 + "' AND released_at IS NULL");
+  REQUIRE(Run(w, {"release", booking, "--reason", "moved by hand"}).exit == 0);
+  REQUIRE(Run(w, {"place", "--rack", a01, "--device", web01, "--side", "front", "--unit", "5"})
+              .exit == 0);
+  Result registered = Run(w, {"device", "register", "--site", site, "--vendor", "HP", "--model",
+                              "DL360", "--height", "1", "--depth", "full", "--serial", "HP-1",
+                              "--state", "normal", "--json"});
+  REQUIRE(registered.exit == 0);
+  const std::string hp = w.db.Scalar("SELECT id FROM devices WHERE serial = 'HP-1'");
+  REQUIRE(Run(w, {"place", "--rack", a01, "--device", hp, "--side", "front", "--unit", "3"})
+              .exit == 0);
+  const std::string bookings = Count(w, "bookings");
+
+  Result dry = Run(w, {"import", "netbox", "--dir", dir, "--dry-run"});
+  INFO(dry.out << dry.err);
+  CHECK(dry.exit == 8);
+  CHECK(absl::StrContains(dry.out, "drift: 3"));
+  CHECK(absl::StrContains(dry.out, "device 101 (fra1-web-01): NetBox: rack 11 (FRA1-A01) "
+                                   "front+rear U10; dcl: rack 11 (FRA1-A01) front+rear U5"));
+  CHECK(absl::StrContains(dry.out, "device 106 (fra1-web-03): NetBox: rack 11 (FRA1-A01) "
+                                   "front+rear U21; dcl: placed nowhere"));
+  CHECK(absl::StrContains(dry.out, "rack 11 (FRA1-A01): dcl places device " + hp));
+  CHECK(absl::StrContains(dry.out, "at front+rear U3 where NetBox records no device"));
+  CHECK(Count(w, "bookings") == bookings);
+
+  Result real = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(real.out << real.err);
+  CHECK(real.exit == 8);
+  CHECK(absl::StrContains(real.out, "drift: 3"));
+  // Nothing moved: web-01 stays at U5, the HP at U3; U10, which NetBox claims, is blocked.
+  CHECK(w.db.Scalar("SELECT string_agg(s.side || s.unit, ' ' ORDER BY s.side, s.unit) FROM "
+                    "booking_slots s JOIN bookings b ON b.id = s.booking_id WHERE b.device_id = '" +
+                    web01 + "' AND s.released_at IS NULL") == "front5 rear5");
+  CHECK(Count(w, "bookings WHERE device_id = '" + hp + "' AND released_at IS NULL") == "1");
+  CHECK(w.db.Scalar("SELECT first_unit || '-' || last_unit || ' ' || reason FROM bookings WHERE "
+                    "kind = 'blocking' AND reason LIKE 'NetBox device 101%'") ==
+        "10-10 NetBox device 101 (fra1-web-01) claims these units, dcl holds them free (drift, "
+        "import " + real.out.substr(real.out.find(", import ") + 9, 20) + ")");
+  // A third run: the same drift, nothing more to block.
+  const std::string after = Count(w, "bookings");
+  Result third = Run(w, {"import", "netbox", "--dir", dir});
+  CHECK(third.exit == 8);
+  CHECK(Count(w, "bookings") == after);
+}
+
 }  // namespace
 }  // namespace dcl
