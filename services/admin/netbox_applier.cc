@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -27,9 +31,12 @@ bool Replayed(const grpc::ClientContext& context) {
 class Progress {
  public:
   Progress(size_t total, bool enabled) : total_(total), enabled_(enabled && isatty(1) == 1) {}
+  // Thread-safe: the parallel calls step it. Above 1000 steps, every 0.2% is drawn.
   void Step(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu_);
     ++done_;
     if (!enabled_ || total_ == 0) return;
+    if (total_ > 1000 && done_ % (total_ / 500) != 0 && done_ != total_) return;
     const size_t width = 30;
     const size_t filled = width * std::min(done_, total_) / total_;
     std::printf("\r[%s%s] %zu/%zu %-40.40s", std::string(filled, '#').c_str(),
@@ -41,9 +48,16 @@ class Progress {
   }
 
  private:
-  size_t total_, done_ = 0;
+  std::mutex mu_;
+  size_t total_, done_ = 0;  // guarded by mu_
   bool enabled_;
 };
+
+// The value of `key`, or "" (a lookup that never inserts: the parallel calls read these maps).
+std::string Lookup(const std::map<int64_t, std::string>& map, int64_t key) {
+  auto it = map.find(key);
+  return it == map.end() ? std::string() : it->second;
+}
 
 // The colliding units of a refused placement, as the refusal names them.
 std::string CollidingUnits(const grpc::Status& status) {
@@ -77,6 +91,19 @@ std::string RackWhat(const Plan& plan, int64_t netbox_id) {
       return absl::StrCat("rack ", netbox_id, " (", r.request.name(), ")");
   }
   return absl::StrCat("rack ", netbox_id);
+}
+
+// Runs fn(0) … fn(n - 1) on up to `threads` threads (the calling one among them).
+void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::vector<std::thread> pool;
+  const size_t extra = std::min(n, static_cast<size_t>(std::max(1, threads))) - (n > 0 ? 1 : 0);
+  for (size_t t = 0; t < extra; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
 }
 
 }  // namespace
@@ -205,40 +232,61 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   // Devices dcl had before this run (found by serial, or registered by an earlier run: the
   // registration replayed). Their placements are dcl's, never the import's to make.
   std::set<int64_t> known;
+  std::vector<const DevicePlan*> to_register;
   for (const DevicePlan& p : plan.devices) {
-    progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
-    const std::string& site = site_id[p.site_netbox_id];
     auto found = device_by_serial.find(p.request.serial());
     if (!p.request.serial().empty() && found != device_by_serial.end()) {
+      progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
       device_id[p.netbox_id] = found->second;
       known.insert(p.netbox_id);
       ++report.counts["devices"].unchanged;
       continue;
     }
     if (dry_run) {
+      progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
       device_id[p.netbox_id] = "";
       ++report.counts["devices"].created;
       continue;
     }
-    v1::RegisterDeviceRequest req = p.request;
-    req.set_site_id(site);
-    v1::Device device;
-    auto [status, replayed] =
-        call([&](grpc::ClientContext* c) { return inventory->RegisterDevice(c, req, &device); });
-    // A business refusal of one device (its serial belongs to another device of the
-    // organization, say) is reported and the import goes on; its placement is not attempted.
-    if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
-        status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-      report.refused.push_back(
-          {absl::StrCat("device ", p.netbox_id,
-                        p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")"),
-           absl::StrCat("registration refused: ", status.error_message())});
-      continue;
+    to_register.push_back(&p);
+  }
+  {
+    struct Registered {
+      grpc::Status status;
+      bool replayed = false;
+      v1::Device device;
+    };
+    std::vector<Registered> registered(to_register.size());
+    ParallelFor(to_register.size(), options.parallel, [&](size_t i) {
+      const DevicePlan& p = *to_register[i];
+      v1::RegisterDeviceRequest req = p.request;
+      req.set_site_id(Lookup(site_id, p.site_netbox_id));
+      auto [status, replayed] = call([&](grpc::ClientContext* c) {
+        return inventory->RegisterDevice(c, req, &registered[i].device);
+      });
+      registered[i].status = status;
+      registered[i].replayed = replayed;
+      progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
+    });
+    for (size_t i = 0; i < to_register.size(); ++i) {
+      const DevicePlan& p = *to_register[i];
+      const grpc::Status& status = registered[i].status;
+      // A business refusal of one device (its serial belongs to another device of the
+      // organization, say) is reported and the import goes on; its placement is not attempted.
+      if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+          status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        report.refused.push_back(
+            {absl::StrCat("device ", p.netbox_id,
+                          p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")"),
+             absl::StrCat("registration refused: ", status.error_message())});
+        continue;
+      }
+      if (!status.ok()) return fail(status);
+      device_id[p.netbox_id] = registered[i].device.id();
+      if (registered[i].replayed) known.insert(p.netbox_id);
+      ++(registered[i].replayed ? report.counts["devices"].unchanged
+                                : report.counts["devices"].created);
     }
-    if (!status.ok()) return fail(status);
-    device_id[p.netbox_id] = device.id();
-    if (replayed) known.insert(p.netbox_id);
-    ++(replayed ? report.counts["devices"].unchanged : report.counts["devices"].created);
   }
 
   // Placements and blockings: what each rack holds now decides what is already there.
@@ -274,6 +322,11 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     }
   }
   std::vector<const DevicePlan*> drifted;
+  struct ToPlace {
+    const DevicePlan* plan;
+    std::string what, where;
+  };
+  std::vector<ToPlace> to_place;
   // In a dry run the placements NetBox records in overlapping units are known beforehand.
   const std::map<int64_t, std::vector<v1::Slot>> overlaps = OverlappingPlacements(plan);
   for (const DevicePlan& p : plan.devices) {
@@ -321,30 +374,50 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       }
       continue;
     }
-    v1::PlaceDeviceRequest req;
-    req.set_rack_id(rack_id[p.rack_netbox_id]);
-    req.set_device_id(device);
-    req.set_side(p.side);
-    req.set_unit(p.unit);
-    req.set_reason(absl::StrCat("imported from NetBox device ", p.netbox_id));
-    // Derived from NetBox's ids: a re-run within the ledger's retention replays this call.
-    req.set_request_id(DerivedRequestId(absl::StrCat(
-        "netbox placement ", p.netbox_id, " rack ", p.rack_netbox_id, " unit ", p.unit)));
-    v1::Booking booking;
-    auto [status, replayed] =
-        call([&](grpc::ClientContext* c) { return occupancy->PlaceDevice(c, req, &booking); });
-    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
-        status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
-      const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
-      const bool occupied = detail.has_value() && detail->reason() == v1::UNIT_OCCUPIED;
-      report.refused.push_back(
-          {what, absl::StrCat("placement at ", where, " refused: ",
-                              occupied ? "units taken: " + CollidingUnits(status)
-                                       : status.error_message())});
-      continue;
+    to_place.push_back({&p, what, where});
+  }
+  {
+    // Placements run in parallel; the ones NetBox records in units another device of the plan
+    // takes go last, one by one, so that the first in NetBox id order wins, as in a dry run.
+    std::vector<size_t> first, last;
+    for (size_t i = 0; i < to_place.size(); ++i) {
+      (overlaps.count(to_place[i].plan->netbox_id) > 0 ? last : first).push_back(i);
     }
-    if (!status.ok()) return fail(status);
-    ++report.counts["placements"].created;
+    std::vector<grpc::Status> placed(to_place.size());
+    auto place = [&](size_t i) {
+      const DevicePlan& p = *to_place[i].plan;
+      v1::PlaceDeviceRequest req;
+      req.set_rack_id(Lookup(rack_id, p.rack_netbox_id));
+      req.set_device_id(Lookup(device_id, p.netbox_id));
+      req.set_side(p.side);
+      req.set_unit(p.unit);
+      req.set_reason(absl::StrCat("imported from NetBox device ", p.netbox_id));
+      // Derived from NetBox's ids: a re-run within the ledger's retention replays this call.
+      req.set_request_id(DerivedRequestId(absl::StrCat(
+          "netbox placement ", p.netbox_id, " rack ", p.rack_netbox_id, " unit ", p.unit)));
+      v1::Booking booking;
+      placed[i] = call([&](grpc::ClientContext* c) {
+                    return occupancy->PlaceDevice(c, req, &booking);
+                  }).first;
+    };
+    ParallelFor(first.size(), options.parallel, [&](size_t k) { place(first[k]); });
+    for (size_t i : last) place(i);
+    for (size_t i = 0; i < to_place.size(); ++i) {
+      const grpc::Status& status = placed[i];
+      if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+          status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
+        const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
+        const bool occupied = detail.has_value() && detail->reason() == v1::UNIT_OCCUPIED;
+        report.refused.push_back(
+            {to_place[i].what,
+             absl::StrCat("placement at ", to_place[i].where, " refused: ",
+                          occupied ? "units taken: " + CollidingUnits(status)
+                                   : status.error_message())});
+        continue;
+      }
+      if (!status.ok()) return fail(status);
+      ++report.counts["placements"].created;
+    }
   }
 
   // Reservations: the units are blocked unless something holds them already. A unit a

@@ -33,6 +33,9 @@ struct ApplyOptions {
   bool progress = false;  // a one-line progress bar on stdout, when stdout is a terminal
   // Names this run in the reasons of the blockings drift makes ("import 2026-12-01T20:31:07Z").
   std::string run = "import";
+  // Registrations and placements in flight at once (each its own call and transaction; the
+  // slot index still decides every placement).
+  int parallel = 8;
 };
 
 struct Report {

@@ -15,12 +15,13 @@ LIST (e.g. devices:503:2, racks:429:1, device-types:404:99); `--drop-after-page 
 one row of LIST once N pages were read (a list that changed while it was read);
 `--max-page-size N` lowers MAX_PAGE_SIZE as a NetBox administrator can.
 
-Prints "port N" on stdout once it listens (`--port 0` picks a free port). Python 3 standard
+`--tls-cert`/`--tls-key` serve HTTPS. Prints "port N" on stdout once it listens (`--port 0` picks a free port). Python 3 standard
 library only (Debian's python3).
 """
 import argparse
 import json
 import os
+import ssl
 import sys
 import threading
 import urllib.parse
@@ -154,7 +155,7 @@ class Handler(BaseHTTPRequestHandler):
             count -= 1  # one row deleted after the first pages were read
             rows = rows[:offset] + rows[offset + 1:]
         page = rows[offset:offset + limit]
-        base = "http://%s%s" % (self.headers.get("Host", "127.0.0.1"), url.path)
+        base = "%s://%s%s" % (srv.scheme, self.headers.get("Host", "127.0.0.1"), url.path)
 
         def link(new_offset):
             q = {k: v for k, v in query.items() if k not in ("limit", "offset")}
@@ -178,6 +179,8 @@ def main():
     ap.add_argument("--drop-after-page", action="append", default=[], help="LIST:N")
     ap.add_argument("--max-page-size", type=int, default=MAX_PAGE_SIZE,
                     help="NetBox's MAX_PAGE_SIZE (1000 unless an administrator lowered it)")
+    ap.add_argument("--tls-cert", help="PEM certificate chain: serve HTTPS")
+    ap.add_argument("--tls-key", help="its PEM private key")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     if bool(args.dir) == bool(args.generate):
@@ -192,6 +195,12 @@ def main():
     srv.lists = lists
     srv.token = args.token
     srv.verbose = args.verbose
+    srv.scheme = "http"
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        srv.socket = context.wrap_socket(srv.socket, server_side=True)
+        srv.scheme = "https"
     srv.max_page_size = args.max_page_size
     srv.lock = threading.Lock()
     srv.requests = []

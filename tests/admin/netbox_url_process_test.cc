@@ -171,6 +171,46 @@ TEST_CASE("--url: a generated site of 3 racks and 100 devices over pages of 7") 
   CHECK(Count(w, "bookings WHERE kind = 'placement' AND released_at IS NULL") == "100");
 }
 
+// A CA and a certificate for 127.0.0.1 it signed, made with openssl(1) in `dir`.
+void MakeCertificates(const std::string& dir) {
+  WriteFile(dir + "/san.ext", "subjectAltName=IP:127.0.0.1\n");
+  const std::vector<std::vector<std::string>> steps = {
+      {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/ca.key", "-out",
+       dir + "/ca.pem", "-days", "2", "-subj", "/CN=dcl test NetBox CA"},
+      {"req", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/server.key", "-out",
+       dir + "/server.csr", "-subj", "/CN=127.0.0.1"},
+      {"x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.pem", "-CAkey",
+       dir + "/ca.key", "-CAcreateserial", "-out", dir + "/server.pem", "-days", "2", "-extfile",
+       dir + "/san.ext"}};
+  for (const std::vector<std::string>& step : steps) {
+    ChildProcess openssl("/usr/bin/openssl", step);
+    INFO(openssl.Log());
+    REQUIRE(openssl.WaitForExit(std::chrono::seconds(60)) == std::optional<int>(0));
+  }
+}
+
+TEST_CASE("--url over HTTPS: verified against --ca; without it the certificate is refused, "
+          "naming the URL, nothing written") {
+  World w;
+  const std::string dir = TempDir();
+  MakeCertificates(dir);
+  StandIn netbox(kV1Token, {"--generate", "1,5", "--tls-cert", dir + "/server.pem", "--tls-key",
+                            dir + "/server.key"});
+  const std::string https = "https" + netbox.url().substr(4);
+  std::vector<std::string> args = {"import", "netbox", "--url", https, "--token-file",
+                                   TokenFile(kV1Token), "--netbox-backoff-ms=10"};
+  Result untrusted = Run(w, args);
+  INFO(untrusted.out << untrusted.err);
+  CHECK(untrusted.exit == 6);
+  CHECK(absl::StrContains(untrusted.err, "GET " + https + "/api/dcim/sites/?limit=1000"));
+  CHECK(Count(w, "sites") == "0");
+  args.push_back("--ca=" + dir + "/ca.pem");
+  Result trusted = Run(w, args);
+  INFO(trusted.out << trusted.err);
+  CHECK(trusted.exit == 0);
+  CHECK(Count(w, "devices") == "5");
+}
+
 TEST_CASE("--url: a wrong token is refused naming the URL (exit 7), nothing written") {
   World w;
   StandIn netbox(kV1Token, {"--generate", "1,5"});
