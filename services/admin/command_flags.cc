@@ -51,7 +51,9 @@ ABSL_FLAG(std::string, key, "", "reservation show: the order's idempotency key i
 ABSL_FLAG(int, limit, 100, "lists: at most this many rows");
 ABSL_FLAG(std::string, page_token, "", "lists: continue after an earlier answer's next_page_token");
 // Inventory.
-ABSL_FLAG(std::string, site, "", "site id (device register, rack create; a filter of lists)");
+ABSL_FLAG(std::string, site, "",
+          "site id (device register, rack create; a filter of lists); import netbox --url: NetBox "
+          "site slugs (repeatable, or comma-separated)");
 ABSL_FLAG(std::string, vendor, "", "device register; device list: only this vendor");
 ABSL_FLAG(std::string, model, "", "device register; device list: only this model");
 ABSL_FLAG(std::string, profile, "",

@@ -150,7 +150,8 @@ std::vector<Command> ImportCommands() {
        "--dir DIR | --url URL --token-file FILE [--site SLUG,…] [--ca FILE]; [--site_map "
        "NB=DCL,…] [--dry_run]",
        "sites, racks, devices, placements and rack reservations from NetBox's API or saved "
-       "lists; re-runs are idempotent; exit 4 when something that takes units was refused",
+       "lists; re-runs are idempotent and report drift (exit 8); exit 4 when something that "
+       "takes units was refused",
        0,
        0,
        Section::kInventory,

@@ -27,6 +27,11 @@ absl::Status Bad(const std::string& where, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
 }
 
+// A whole number an object id can be (JSON numbers are doubles: exact up to 2^53).
+bool IdLike(double d) { return std::floor(d) == d && d >= 0 && d <= 9007199254740992.0; }
+// A unit number or a starting unit: whole, and far inside int.
+bool UnitLike(double d) { return std::floor(d) == d && d >= -1e6 && d <= 1e6; }
+
 // One object of a list response, with the file and index for messages.
 class Obj {
  public:
@@ -66,17 +71,20 @@ class Obj {
     if (v == nullptr || !v->has_struct_value()) return std::nullopt;
     return Obj(v->struct_value(), where_ + "." + key);
   }
-  // The id of a nested object; NetBox writes some references as a bare id.
-  std::optional<int64_t> RefId(const std::string& key) const {
+  // The id of a nested object (NetBox writes some references as a bare id); nullopt for null.
+  // Anything else there is a corrupt export, never read as "none".
+  absl::StatusOr<std::optional<int64_t>> Ref(const std::string& key) const {
     const Value* v = Get(key);
-    if (v == nullptr) return std::nullopt;
-    if (v->has_number_value()) return static_cast<int64_t>(v->number_value());
-    if (!v->has_struct_value()) return std::nullopt;
-    auto id = v->struct_value().fields().find("id");
-    if (id == v->struct_value().fields().end() || !id->second.has_number_value()) {
-      return std::nullopt;
+    if (v == nullptr) return std::optional<int64_t>();
+    const Value* id = v;
+    if (v->has_struct_value()) {
+      auto it = v->struct_value().fields().find("id");
+      id = it == v->struct_value().fields().end() ? nullptr : &it->second;
     }
-    return static_cast<int64_t>(id->second.number_value());
+    if (id == nullptr || !id->has_number_value() || !IdLike(id->number_value())) {
+      return Bad(where_, "\"" + key + "\" is not a reference to an object id");
+    }
+    return std::optional<int64_t>(static_cast<int64_t>(id->number_value()));
   }
   // A choice field: {"value": "front", "label": "Front"}, or the bare value.
   std::string Choice(const std::string& key) const {
@@ -89,6 +97,7 @@ class Obj {
   absl::StatusOr<int64_t> Id() const {
     absl::StatusOr<double> id = Number("id");
     if (!id.ok()) return id.status();
+    if (!IdLike(*id)) return Bad(where_, "\"id\" is not a whole number from 0 to 2^53");
     return static_cast<int64_t>(*id);
   }
 
@@ -141,6 +150,7 @@ absl::StatusOr<std::vector<Struct>> Results(const Pages& pages, const std::strin
       if (!v.has_struct_value()) return Bad(page, "a result that is not an object");
       auto id = v.struct_value().fields().find("id");
       if (id != v.struct_value().fields().end() && id->second.has_number_value() &&
+          IdLike(id->second.number_value()) &&
           !ids.insert(static_cast<int64_t>(id->second.number_value())).second) {
         return Bad(page, absl::StrCat("object ", id->second.number_value(),
                                       " a second time: the list changed while it was read"));
@@ -195,12 +205,14 @@ absl::StatusOr<Export> ParseLists(const Pages& pages, const std::string& suffix)
       ASSIGN_OR_RETURN_NB(id, o.Id());
       r.id = id;
       r.name = o.Text("name");
-      std::optional<int64_t> site = o.RefId("site");
+      ASSIGN_OR_RETURN_NB(site, o.Ref("site"));
       if (!site) return Bad(o.where(), "no \"site\"");
       r.site_id = *site;
       ASSIGN_OR_RETURN_NB(height, o.Number("u_height"));
       r.u_height = height;
-      r.starting_unit = static_cast<int>(o.OptionalNumber("starting_unit").value_or(1));
+      const double starting_unit = o.OptionalNumber("starting_unit").value_or(1);
+      if (!UnitLike(starting_unit)) return Bad(o.where(), "\"starting_unit\" is not a unit number");
+      r.starting_unit = static_cast<int>(starting_unit);
       r.desc_units = o.Bool("desc_units", false);
       // NetBox 4.1 renamed the rack's `type` to `form_factor`.
       r.form_factor = o.Choice("form_factor");
@@ -233,16 +245,18 @@ absl::StatusOr<Export> ParseLists(const Pages& pages, const std::string& suffix)
       ASSIGN_OR_RETURN_NB(id, o.Id());
       d.id = id;
       d.name = o.Text("name");
-      std::optional<int64_t> site = o.RefId("site");
-      std::optional<int64_t> type = o.RefId("device_type");
+      ASSIGN_OR_RETURN_NB(site, o.Ref("site"));
+      ASSIGN_OR_RETURN_NB(type, o.Ref("device_type"));
       if (!site) return Bad(o.where(), "no \"site\"");
       if (!type) return Bad(o.where(), "no \"device_type\"");
       d.site_id = *site;
       d.device_type_id = *type;
-      d.rack_id = o.RefId("rack");
+      ASSIGN_OR_RETURN_NB(rack, o.Ref("rack"));
+      d.rack_id = rack;
       d.position = o.OptionalNumber("position");
       d.face = o.Choice("face");
-      d.parent_device_id = o.RefId("parent_device");
+      ASSIGN_OR_RETURN_NB(parent, o.Ref("parent_device"));
+      d.parent_device_id = parent;
       d.serial = o.Text("serial");
       d.status = o.Choice("status");
       out.devices.push_back(d);
@@ -255,14 +269,14 @@ absl::StatusOr<Export> ParseLists(const Pages& pages, const std::string& suffix)
       RackReservation r;
       ASSIGN_OR_RETURN_NB(id, o.Id());
       r.id = id;
-      std::optional<int64_t> rack = o.RefId("rack");
+      ASSIGN_OR_RETURN_NB(rack, o.Ref("rack"));
       if (!rack) return Bad(o.where(), "no \"rack\"");
       r.rack_id = *rack;
       const Value* units = o.Get("units");
       if (units == nullptr || !units->has_list_value()) return Bad(o.where(), "no \"units\"");
       for (const Value& u : units->list_value().values()) {
-        if (!u.has_number_value() || !Whole(u.number_value())) {
-          return Bad(o.where(), "a unit that is not a whole number");
+        if (!u.has_number_value() || !UnitLike(u.number_value())) {
+          return Bad(o.where(), "a unit that is not a unit number");
         }
         r.units.push_back(static_cast<int>(u.number_value()));
       }

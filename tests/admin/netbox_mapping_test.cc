@@ -439,5 +439,32 @@ TEST_CASE("pages: an array of pages works; a list that changed while paged, or e
   CHECK(tricky->size() == 2);
 }
 
+TEST_CASE("a corrupt export: extreme ids, units and references are refused, never read as none") {
+  std::map<std::string, std::string> files = Fixtures();
+  files["racks.json"] = R"({"count": 1, "next": null, "results": [
+      {"id": 1e300, "name": "R", "site": 1, "u_height": 42}]})";
+  CHECK(absl::StrContains(ParseExport(files).status().message(),
+                          "racks.json results[0]: \"id\" is not a whole number from 0 to 2^53"));
+  files["racks.json"] = R"({"count": 1, "next": null, "results": [
+      {"id": 7, "name": "R", "site": 1, "u_height": 42, "starting_unit": 1e19}]})";
+  CHECK(absl::StrContains(ParseExport(files).status().message(),
+                          "\"starting_unit\" is not a unit number"));
+  files = OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet")",
+                  DeviceJson(1, 21, "3", R"("front")"));
+  std::string devices = files["devices.json"];
+  files["devices.json"] = devices.replace(devices.find(R"("rack": {"id": 7})"), 17,
+                                          R"("rack": {"id": -7})");
+  CHECK(absl::StrContains(ParseExport(files).status().message(),
+                          "devices.json results[0]: \"rack\" is not a reference to an object id"));
+  files = OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet")", "",
+                  R"({"id": 5, "rack": {"id": 7}, "units": [1, 4294967296]})");
+  CHECK(absl::StrContains(ParseExport(files).status().message(), "a unit that is not a unit number"));
+  // A position far outside any rack: refused, not cast.
+  absl::StatusOr<Plan> far = PlanOf(OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet")",
+                                            DeviceJson(1, 21, "1e300", R"("front")")));
+  REQUIRE(far.ok());
+  CHECK(absl::StartsWith(RefusalReason(*far, "device 1"), "position 1e+300"));
+}
+
 }  // namespace
 }  // namespace dcl::admin::netbox
