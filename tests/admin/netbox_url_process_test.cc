@@ -66,8 +66,10 @@ std::string Cwd() {
   return cwd;
 }
 
+// Under Bazel's TEST_TMPDIR, which Bazel clears.
 std::string TempDir() {
-  std::string dir = "/tmp/dcl-netbox-test.XXXXXX";
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(base != nullptr ? base : "/tmp") + "/dcl-netbox-test.XXXXXX";
   REQUIRE(mkdtemp(dir.data()) != nullptr);
   return dir;
 }

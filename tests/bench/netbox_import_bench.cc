@@ -163,6 +163,8 @@ int Main() {
               after_again == after_first ? "wrote nothing" : "WROTE SOMETHING");
   kill(standin, SIGTERM);
   waitpid(standin, nullptr, 0);
+  std::remove(token_file.c_str());
+  rmdir(dir);
   (*runtime)->Shutdown();
   return after_again == after_first ? 0 : 1;
 }
