@@ -30,6 +30,7 @@ inline constexpr int kExitRefused = 4;      // FAILED_PRECONDITION, RESOURCE_EXH
 inline constexpr int kExitRetry = 5;        // ABORTED: lost a race; try again now
 inline constexpr int kExitUnavailable = 6;  // UNAVAILABLE, DEADLINE_EXCEEDED: try again later
 inline constexpr int kExitAuth = 7;         // UNAUTHENTICATED, PERMISSION_DENIED
+inline constexpr int kExitDrift = 8;        // import netbox: NetBox and dcl disagree (drift)
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C ended a watch (128 + SIGINT)
 
 int ExitCodeFor(grpc::StatusCode code);

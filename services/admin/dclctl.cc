@@ -37,6 +37,31 @@ int main(int argc, char** argv) {
       std::replace(arg.begin() + 2, arg.begin() + static_cast<long>(end), '-', '_');
     }
   }
+  // `--site` may be repeated (import netbox --site fra1 --site ams2): absl keeps the last
+  // value only, so the values are joined into one comma-separated list.
+  std::vector<std::string> sites;
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < spelled.size(); ++i) {
+    const std::string& arg = spelled[i];
+    if (arg == "--") {
+      kept.insert(kept.end(), spelled.begin() + static_cast<long>(i), spelled.end());
+      break;
+    }
+    if ((arg == "--site" || arg == "-site") && i + 1 < spelled.size()) {
+      sites.push_back(spelled[++i]);
+    } else if (arg.rfind("--site=", 0) == 0 || arg.rfind("-site=", 0) == 0) {
+      sites.push_back(arg.substr(arg.find('=') + 1));
+    } else {
+      kept.push_back(arg);
+    }
+  }
+  if (sites.size() > 1) {
+    std::string joined;
+    for (const std::string& site : sites) joined += (joined.empty() ? "" : ",") + site;
+    kept.push_back("--site=" + joined);
+    spelled = kept;
+    argc = static_cast<int>(spelled.size());
+  }
   for (std::string& arg : spelled) normalized.push_back(arg.data());
   normalized.push_back(nullptr);  // argv[argc], as main's own argv
   argv = normalized.data();

@@ -167,7 +167,8 @@ TEST_CASE("import netbox: everything NetBox records that dcl can hold, then a re
   const std::string bookings_before = Count(w, "bookings");
   Result again = Run(w, {"import", "netbox", "--dir", FixtureDir(), "--json"});
   INFO(again.out << again.err);
-  CHECK(again.exit == 4);
+  // The overlapping device is dcl's now (registered, placed nowhere): drift, exit 8.
+  CHECK(again.exit == 8);
   const google::protobuf::Struct report = ParseReport(again.out);
   CHECK(Counts(report, "sites") == std::make_pair(0, 1));
   CHECK(Counts(report, "racks") == std::make_pair(0, 3));
@@ -175,7 +176,12 @@ TEST_CASE("import netbox: everything NetBox records that dcl can hold, then a re
   CHECK(Counts(report, "placements") == std::make_pair(0, 10));
   CHECK(Counts(report, "blockings") == std::make_pair(0, 2));
   CHECK(report.fields().at("skipped").list_value().values_size() == 4);
-  CHECK(report.fields().at("refused").list_value().values_size() == 1);
+  CHECK(report.fields().at("refused").list_value().values_size() == 0);
+  const auto& drift = report.fields().at("drift").list_value().values();
+  REQUIRE(drift.size() == 1);
+  CHECK(drift[0].struct_value().fields().at("what").string_value() == "device 106 (fra1-web-03)");
+  CHECK(drift[0].struct_value().fields().at("reason").string_value() ==
+        "NetBox: rack 11 (FRA1-A01) front+rear U21; dcl: placed nowhere");
   CHECK(Count(w, "devices") == "11");
   CHECK(Count(w, "racks") == "3");
   CHECK(Count(w, "bookings") == bookings_before);

@@ -1,0 +1,387 @@
+// `dclctl import netbox --url` over HTTP against the stand-in NetBox (tests/admin/
+// netbox_standin.py) and the real occupancy and inventory services on a test database: lists
+// read across many pages, the token check, retries on 429/5xx, errors naming the URL on
+// 403/404, a list that changes while it is read, the site filter — and nothing written unless
+// every list was read and parsed. Also, over saved files, the refusals that end in exit 4 and
+// the reserved units a device holds.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "services/common/rpc_gate.h"
+#include "services/inventory/inventory_logic.h"
+#include "services/inventory/inventory_service.h"
+#include "services/occupancy/occupancy_logic.h"
+#include "services/occupancy/occupancy_service.h"
+#include "tests/support/child_process.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/grpc_harness.h"
+#include "tests/support/test_db.h"
+
+namespace dcl {
+namespace {
+
+using testing::ChildProcess;
+
+// An organization with nothing in it yet, served as the occupancy server serves it.
+struct World {
+  World()
+      : org(testing::CreateOrg(db, "acme")),
+        pool(db.MakePool(8)),
+        gate(*pool),
+        occupancy_logic(*pool),
+        occupancy(gate, occupancy_logic),
+        inventory_logic(*pool),
+        inventory(gate, inventory_logic),
+        server(pool.get(), {{"dcl.v1.OccupancyService", &occupancy},
+                            {"dcl.v1.InventoryService", &inventory}}),
+        operator_token(testing::CreateTokenFor(db, org, Role::kDcOperator)) {}
+
+  testing::TestDatabase db;
+  std::string org;
+  std::unique_ptr<DbPool> pool;
+  RpcGate gate;
+  occupancy::OccupancyLogic occupancy_logic;
+  occupancy::OccupancyServiceImpl occupancy;
+  inventory::InventoryLogic inventory_logic;
+  inventory::InventoryServiceImpl inventory;
+  testing::InProcessServer server;
+  std::string operator_token;
+};
+
+std::string Cwd() {
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  return cwd;
+}
+
+// Under Bazel's TEST_TMPDIR, which Bazel clears.
+std::string TempDir() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(base != nullptr ? base : "/tmp") + "/dcl-netbox-test.XXXXXX";
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  return dir;
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The stand-in NetBox on a free port of 127.0.0.1, with `args` (--dir or --generate, faults).
+class StandIn {
+ public:
+  StandIn(const std::string& token, std::vector<std::string> args)
+      : process_("/usr/bin/python3", WithScript(token, std::move(args)), true) {
+    REQUIRE(testing::WaitUntil([&] { return absl::StrContains(process_.Log(), "port "); },
+                               std::chrono::seconds(20)));
+    const std::string log = process_.Log();
+    port_ = std::atoi(log.c_str() + log.find("port ") + 5);
+    REQUIRE(port_ > 0);
+  }
+  std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+
+ private:
+  static std::vector<std::string> WithScript(const std::string& token, std::vector<std::string> a) {
+    a.insert(a.begin(), {Cwd() + "/tests/admin/netbox_standin.py", "--token", token});
+    return a;
+  }
+  ChildProcess process_;
+  int port_ = 0;
+};
+
+struct Result {
+  int exit = -1;
+  std::string out;
+  std::string err;
+};
+
+Result Run(const World& w, std::vector<std::string> args) {
+  args.push_back("--target=" + w.server.address());
+  args.push_back("--token=" + w.operator_token);
+  ChildProcess dclctl(testing::RunfilesBinary("services/admin/dclctl"), args,
+                      /*separate_stderr=*/true);
+  const std::optional<int> exit = dclctl.WaitForExit(std::chrono::seconds(120));
+  REQUIRE(exit.has_value());
+  return Result{*exit, dclctl.Log(), dclctl.Stderr()};
+}
+
+std::string Count(const World& w, const std::string& from_where) {
+  return w.db.Scalar("SELECT count(*) FROM " + from_where);
+}
+
+const char* kV1Token = "0123456789abcdef0123456789abcdef01234567";
+const char* kV2Token = "nbt_4F9DAouzURLb.zjebxBPzICiPbWz0Wtx0fTL7bCKXKGTYhNzkgC2S";
+
+std::string TokenFile(const std::string& token) {
+  const std::string path = TempDir() + "/token";
+  WriteFile(path, std::string(token) + "\n");
+  return path;
+}
+
+std::vector<std::string> UrlImport(const StandIn& netbox, const std::string& token_file) {
+  return {"import", "netbox", "--url", netbox.url(), "--token-file", token_file,
+          "--netbox-backoff-ms=10"};
+}
+
+TEST_CASE("--url: the fixtures over pages of 4 (an administrator's MAX_PAGE_SIZE) import as "
+          "from the saved files, with a v2 token; a re-run creates nothing") {
+  World w;
+  StandIn netbox(kV2Token, {"--dir", Cwd() + "/tests/admin/netbox_fixtures", "--max-page-size",
+                            "4"});
+  Result first = Run(w, UrlImport(netbox, TokenFile(kV2Token)));
+  INFO(first.out << first.err);
+  CHECK(first.exit == 4);  // the overlap NetBox records, as with --dir
+  CHECK(absl::StrContains(first.out, "NetBox import from " + netbox.url()));
+  CHECK(Count(w, "devices") == "11");
+  CHECK(Count(w, "racks") == "3");
+  CHECK(Count(w, "bookings WHERE kind = 'placement' AND released_at IS NULL") == "10");
+  CHECK(Count(w, "bookings WHERE kind = 'blocking' AND released_at IS NULL") == "2");
+  const std::string bookings = Count(w, "bookings");
+  Result again = Run(w, UrlImport(netbox, TokenFile(kV2Token)));
+  INFO(again.out << again.err);
+  CHECK(Count(w, "bookings") == bookings);
+  CHECK(Count(w, "devices") == "11");
+}
+
+TEST_CASE("--url: a generated site of 3 racks and 100 devices over pages of 7") {
+  World w;
+  StandIn netbox(kV1Token, {"--generate", "3,100", "--max-page-size", "7"});
+  Result first = Run(w, UrlImport(netbox, TokenFile(kV1Token)));
+  INFO(first.out << first.err);
+  CHECK(first.exit == 0);
+  CHECK(Count(w, "devices") == "100");
+  CHECK(Count(w, "bookings WHERE kind = 'placement' AND released_at IS NULL") == "100");
+}
+
+// A CA and a certificate for 127.0.0.1 it signed, made with openssl(1) in `dir`.
+void MakeCertificates(const std::string& dir) {
+  WriteFile(dir + "/san.ext", "subjectAltName=IP:127.0.0.1\n");
+  const std::vector<std::vector<std::string>> steps = {
+      {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/ca.key", "-out",
+       dir + "/ca.pem", "-days", "2", "-subj", "/CN=dcl test NetBox CA"},
+      {"req", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/server.key", "-out",
+       dir + "/server.csr", "-subj", "/CN=127.0.0.1"},
+      {"x509", "-req", "-in", dir + "/server.csr", "-CA", dir + "/ca.pem", "-CAkey",
+       dir + "/ca.key", "-CAcreateserial", "-out", dir + "/server.pem", "-days", "2", "-extfile",
+       dir + "/san.ext"}};
+  for (const std::vector<std::string>& step : steps) {
+    ChildProcess openssl("/usr/bin/openssl", step);
+    INFO(openssl.Log());
+    REQUIRE(openssl.WaitForExit(std::chrono::seconds(60)) == std::optional<int>(0));
+  }
+}
+
+TEST_CASE("--url over HTTPS: verified against --ca; without it the certificate is refused, "
+          "naming the URL, nothing written") {
+  World w;
+  const std::string dir = TempDir();
+  MakeCertificates(dir);
+  StandIn netbox(kV1Token, {"--generate", "1,5", "--tls-cert", dir + "/server.pem", "--tls-key",
+                            dir + "/server.key"});
+  const std::string https = "https" + netbox.url().substr(4);
+  std::vector<std::string> args = {"import", "netbox", "--url", https, "--token-file",
+                                   TokenFile(kV1Token), "--netbox-backoff-ms=10"};
+  Result untrusted = Run(w, args);
+  INFO(untrusted.out << untrusted.err);
+  CHECK(untrusted.exit == 6);
+  CHECK(absl::StrContains(untrusted.err, "GET " + https + "/api/dcim/sites/?limit=1000"));
+  CHECK(Count(w, "sites") == "0");
+  args.push_back("--ca=" + dir + "/ca.pem");
+  Result trusted = Run(w, args);
+  INFO(trusted.out << trusted.err);
+  CHECK(trusted.exit == 0);
+  CHECK(Count(w, "devices") == "5");
+}
+
+TEST_CASE("--url: a wrong token is refused naming the URL (exit 7), nothing written") {
+  World w;
+  StandIn netbox(kV1Token, {"--generate", "1,5"});
+  Result r = Run(w, UrlImport(netbox, TokenFile("nbt_wrong.token")));
+  INFO(r.out << r.err);
+  CHECK(r.exit == 7);
+  CHECK(absl::StrContains(r.err, "GET " + netbox.url() + "/api/dcim/sites/?limit=1000: HTTP 403"));
+  CHECK(Count(w, "sites") == "0");
+}
+
+TEST_CASE("--url: 503 and 429 are retried; a 404 of the fourth list ends the import before "
+          "anything is written") {
+  World w;
+  {
+    StandIn netbox(kV1Token, {"--generate", "1,5", "--fail", "devices:503:2", "--fail",
+                              "racks:429:1"});
+    Result r = Run(w, UrlImport(netbox, TokenFile(kV1Token)));
+    INFO(r.out << r.err);
+    CHECK(r.exit == 0);
+    CHECK(Count(w, "devices") == "5");
+  }
+  World fresh;
+  StandIn netbox(kV1Token, {"--generate", "1,5", "--fail", "devices:404:99"});
+  Result r = Run(fresh, UrlImport(netbox, TokenFile(kV1Token)));
+  INFO(r.out << r.err);
+  CHECK(r.exit == 3);
+  CHECK(absl::StrContains(r.err, "GET " + netbox.url() + "/api/dcim/devices/?limit=1000: HTTP 404"));
+  CHECK(Count(fresh, "sites") == "0");
+  // Retries that never succeed: unavailable, exit 6.
+  StandIn down(kV1Token, {"--generate", "1,5", "--fail", "sites:502:99"});
+  Result d = Run(fresh, UrlImport(down, TokenFile(kV1Token)));
+  INFO(d.out << d.err);
+  CHECK(d.exit == 6);
+  CHECK(absl::StrContains(d.err, "HTTP 502 after 5 attempts"));
+}
+
+TEST_CASE("--url: a list that changes while it is read is refused, nothing written") {
+  World w;
+  StandIn netbox(kV1Token, {"--generate", "2,30", "--max-page-size", "10", "--drop-after-page",
+                            "devices:1"});
+  Result r = Run(w, UrlImport(netbox, TokenFile(kV1Token)));
+  INFO(r.out << r.err);
+  CHECK(r.exit == 2);
+  CHECK(absl::StrContains(r.err, "the list changed while it was read"));
+  CHECK(Count(w, "sites") == "0");
+}
+
+TEST_CASE("--url --site: only the named sites; plain http off loopback and a missing token file "
+          "are usage errors") {
+  World w;
+  StandIn netbox(kV1Token, {"--dir", Cwd() + "/tests/admin/netbox_fixtures"});
+  std::vector<std::string> args = UrlImport(netbox, TokenFile(kV1Token));
+  args.insert(args.end(), {"--site", "nowhere", "--site", "elsewhere"});
+  Result none = Run(w, args);
+  INFO(none.out << none.err);
+  CHECK(none.exit == 0);
+  CHECK(Count(w, "sites") == "0");
+  CHECK(Count(w, "devices") == "0");
+  Result clear = Run(w, {"import", "netbox", "--url", "http://netbox.example.net",
+                         "--token-file", TokenFile(kV1Token)});
+  CHECK(clear.exit == 2);
+  CHECK(absl::StrContains(clear.err, "clear text"));
+  Result no_token = Run(w, {"import", "netbox", "--url", netbox.url()});
+  CHECK(no_token.exit == 2);
+}
+
+// The fixtures with one more rack and list entries: a directory of saved files.
+std::string FixturesWith(const std::string& rack_json, const std::string& device_json,
+                         const std::string& reservation_json) {
+  const std::string dir = TempDir();
+  const std::string from = Cwd() + "/tests/admin/netbox_fixtures/";
+  for (const char* name : {"sites.json", "device-types.json"}) {
+    WriteFile(dir + "/" + name, ReadFile(from + name));
+  }
+  auto with = [&](const char* name, const std::string& extra) {
+    std::string text = ReadFile(from + name);
+    if (!extra.empty()) {
+      const size_t at = text.find("\"results\": [") + 12;
+      text.insert(at, extra + ",");
+      // count is checked against the rows: drop it (NetBox's cursor mode omits it too).
+      const size_t count = text.find("\"count\": ");
+      text.replace(count, text.find(',', count) - count, "\"count\": null");
+    }
+    WriteFile(dir + "/" + name, text);
+  };
+  with("racks.json", rack_json);
+  with("devices.json", device_json);
+  with("rack-reservations.json", reservation_json);
+  return dir;
+}
+
+TEST_CASE("--dir: a rack of 250 U and its device are refused by name (exit 4); a reservation "
+          "over a device blocks the free units and names the held ones") {
+  World w;
+  const std::string dir = FixturesWith(
+      R"({"id": 90, "name": "HUGE", "site": {"id": 1}, "u_height": 250, "starting_unit": 1,
+          "desc_units": false, "form_factor": null})",
+      R"({"id": 900, "name": "in-huge", "site": {"id": 1}, "device_type": {"id": 21},
+          "rack": {"id": 90}, "position": 3, "face": "front", "parent_device": null,
+          "serial": "HUGE-1", "status": "active"})",
+      R"({"id": 290, "rack": {"id": 11}, "units": [20, 21, 22], "description": "over a server",
+          "user": {"username": "carol"}})");
+  Result r = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(r.out << r.err);
+  CHECK(r.exit == 4);
+  CHECK(absl::StrContains(r.out, "rack 90 (HUGE): u_height 250: dcl racks have 1 to 100 whole units"));
+  CHECK(absl::StrContains(r.out, "device 900 (in-huge): its rack 90 is refused"));
+  // Device 103 (2U, full depth) stands at U20-U21: U22 is blocked, U20-U21 are reported held.
+  CHECK(absl::StrContains(r.out, "rack reservation 290: front+rear U20-U21 held by device 103"));
+  CHECK(w.db.Scalar("SELECT string_agg(first_unit || '-' || last_unit, ',') FROM bookings "
+                    "WHERE kind = 'blocking' AND reason LIKE '%reservation 290%'") == "22-22");
+  CHECK(Count(w, "racks WHERE name = 'HUGE'") == "0");
+}
+
+TEST_CASE("re-sync is reconciliation: drift reported (exit 8), never moved or released; the "
+          "units NetBox claims that dcl holds free are blocked; --dry-run writes nothing") {
+  World w;
+  const std::string dir = Cwd() + "/tests/admin/netbox_fixtures";
+  REQUIRE(Run(w, {"import", "netbox", "--dir", dir}).exit == 4);  // the overlap of device 106
+  const std::string a01 = w.db.Scalar("SELECT id FROM racks WHERE name = 'FRA1-A01'");
+  const std::string site = w.db.Scalar("SELECT id FROM sites");
+  const std::string web01 = w.db.Scalar("SELECT id FROM devices WHERE serial = 'DL-0101'");
+  // In dcl, fra1-web-01 moves from U10 to U5 (released and placed again); a device NetBox does
+  // not know goes into U3.
+  const std::string booking = w.db.Scalar(
+      "SELECT id FROM bookings WHERE device_id = '" + web01 + "' AND released_at IS NULL");
+  REQUIRE(Run(w, {"release", booking, "--reason", "moved by hand"}).exit == 0);
+  REQUIRE(Run(w, {"place", "--rack", a01, "--device", web01, "--side", "front", "--unit", "5"})
+              .exit == 0);
+  Result registered = Run(w, {"device", "register", "--site", site, "--vendor", "HP", "--model",
+                              "DL360", "--height", "1", "--depth", "full", "--serial", "HP-1",
+                              "--state", "normal", "--json"});
+  REQUIRE(registered.exit == 0);
+  const std::string hp = w.db.Scalar("SELECT id FROM devices WHERE serial = 'HP-1'");
+  REQUIRE(Run(w, {"place", "--rack", a01, "--device", hp, "--side", "front", "--unit", "3"})
+              .exit == 0);
+  const std::string bookings = Count(w, "bookings");
+
+  Result dry = Run(w, {"import", "netbox", "--dir", dir, "--dry-run"});
+  INFO(dry.out << dry.err);
+  CHECK(dry.exit == 8);
+  CHECK(absl::StrContains(dry.out, "drift: 3"));
+  CHECK(absl::StrContains(dry.out, "device 101 (fra1-web-01): NetBox: rack 11 (FRA1-A01) "
+                                   "front+rear U10; dcl: rack 11 (FRA1-A01) front+rear U5"));
+  CHECK(absl::StrContains(dry.out, "device 106 (fra1-web-03): NetBox: rack 11 (FRA1-A01) "
+                                   "front+rear U21; dcl: placed nowhere"));
+  CHECK(absl::StrContains(dry.out, "rack 11 (FRA1-A01): dcl places device " + hp));
+  CHECK(absl::StrContains(dry.out, "at front+rear U3 where NetBox records no device"));
+  CHECK(Count(w, "bookings") == bookings);
+
+  Result real = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(real.out << real.err);
+  CHECK(real.exit == 8);
+  CHECK(absl::StrContains(real.out, "drift: 3"));
+  // Nothing moved: web-01 stays at U5, the HP at U3; U10, which NetBox claims, is blocked.
+  CHECK(w.db.Scalar("SELECT string_agg(s.side || s.unit, ' ' ORDER BY s.side, s.unit) FROM "
+                    "booking_slots s JOIN bookings b ON b.id = s.booking_id WHERE b.device_id = '" +
+                    web01 + "' AND s.released_at IS NULL") == "front5 rear5");
+  CHECK(Count(w, "bookings WHERE device_id = '" + hp + "' AND released_at IS NULL") == "1");
+  CHECK(w.db.Scalar("SELECT first_unit || '-' || last_unit || ' ' || reason FROM bookings WHERE "
+                    "kind = 'blocking' AND reason LIKE 'NetBox device 101%'") ==
+        "10-10 NetBox device 101 (fra1-web-01) claims these units, dcl holds them free (drift, "
+        "import " + real.out.substr(real.out.find(", import ") + 9, 20) + ")");
+  // A third run: the same drift, nothing more to block.
+  const std::string after = Count(w, "bookings");
+  Result third = Run(w, {"import", "netbox", "--dir", dir});
+  CHECK(third.exit == 8);
+  CHECK(Count(w, "bookings") == after);
+}
+
+}  // namespace
+}  // namespace dcl
