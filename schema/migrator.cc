@@ -55,9 +55,22 @@ bool StartsWith(const std::string& text, size_t at, const char* prefix) {
   return text.compare(at, std::char_traits<char>::length(prefix), prefix) == 0;
 }
 
-// Lock waits that end by timing out, and deadlocks: worth another try once the holder is gone.
-bool IsLockConflict(const pqxx::sql_error& e) {
-  return e.sqlstate() == "55P03" || e.sqlstate() == "40P01";
+// Lock waits that end by timing out (55P03), deadlocks (40P01) and serialization failures:
+// worth another try once the other transaction is gone. libpqxx 6 derives its
+// transaction_rollback family (deadlock_detected, serialization_failure) from pqxx::failure, not
+// sql_error, so those are told by their type.
+bool IsLockConflict(const std::exception& e) {
+  if (dynamic_cast<const pqxx::transaction_rollback*>(&e) != nullptr) return true;
+  const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
+  return sql != nullptr && (sql->sqlstate() == "55P03" || sql->sqlstate() == "40P01");
+}
+
+std::string ConflictName(const std::exception& e) {
+  if (dynamic_cast<const pqxx::deadlock_detected*>(&e) != nullptr) return "deadlock";
+  if (dynamic_cast<const pqxx::transaction_rollback*>(&e) != nullptr) {
+    return "serialization failure";
+  }
+  return "lock not granted in time";
 }
 
 // The index a "CREATE [UNIQUE] INDEX CONCURRENTLY [IF NOT EXISTS] name ON ..." builds, as
@@ -138,7 +151,7 @@ absl::StatusOr<bool> DropInvalidIndex(pqxx::connection& conn, const std::string&
       spdlog::warn("dropped the invalid index {} left by a failed concurrent build", qualified);
       ++result.invalid_indexes_dropped;
       return true;
-    } catch (const pqxx::sql_error& e) {
+    } catch (const std::exception& e) {
       if (!IsLockConflict(e) || attempt >= options.max_attempts) throw;
       ++result.lock_timeouts;
       absl::SleepFor(backoff.Next());
@@ -158,11 +171,11 @@ bool IndexIsValid(pqxx::connection& conn, const std::string& name) {
 }
 
 absl::Status LockTimeoutsExhausted(const Migration& migration, const MigrateOptions& options,
-                                   const pqxx::sql_error& e) {
+                                   const std::exception& e) {
   return absl::AbortedError(absl::StrCat(
       "migration ", migration.name, " could not get its locks in ", options.max_attempts,
-      " attempts of ", absl::FormatDuration(options.lock_timeout), " each (sqlstate ",
-      e.sqlstate(), "): ", e.what(),
+      " attempts of ", absl::FormatDuration(options.lock_timeout), " each (", ConflictName(e),
+      "): ", e.what(),
       " — something holds a conflicting lock for long (pg_locks, pg_stat_activity); nothing of "
       "this migration is recorded, run migrate again"));
 }
@@ -181,14 +194,14 @@ absl::Status ApplyInTransaction(pqxx::connection& conn, const Migration& migrati
           migration.version, migration.name, migration.checksum);
       tx.commit();
       return absl::OkStatus();
-    } catch (const pqxx::sql_error& e) {
+    } catch (const std::exception& e) {
       if (!IsLockConflict(e)) throw;
       if (attempt >= options.max_attempts) return LockTimeoutsExhausted(migration, options, e);
       ++result.lock_timeouts;
       const absl::Duration pause = backoff.Next();
       spdlog::warn("migration {}: {} (attempt {} of {}); rolled back, trying again in {}",
-                   migration.name, e.sqlstate() == "55P03" ? "lock not granted in time" : "deadlock",
-                   attempt, options.max_attempts, absl::FormatDuration(pause));
+                   migration.name, ConflictName(e), attempt, options.max_attempts,
+                   absl::FormatDuration(pause));
       absl::SleepFor(pause);
     }
   }
@@ -217,7 +230,7 @@ absl::Status ApplyStatementByStatement(pqxx::connection& conn, const Migration& 
         SetLockTimeout(tx, options, /*local=*/false);
         tx.exec(statement);
         break;
-      } catch (const pqxx::sql_error& e) {
+      } catch (const std::exception& e) {
         if (index.has_value()) {
           absl::StatusOr<bool> dropped = DropInvalidIndex(conn, *index, options, result);
           if (!dropped.ok()) return dropped.status();
@@ -226,9 +239,10 @@ absl::Status ApplyStatementByStatement(pqxx::connection& conn, const Migration& 
         if (attempt >= options.max_attempts) return LockTimeoutsExhausted(migration, options, e);
         ++result.lock_timeouts;
         const absl::Duration pause = backoff.Next();
-        spdlog::warn("migration {}: a statement did not get its lock in time (attempt {} of {}); "
+        spdlog::warn("migration {}: a statement failed on a lock ({}; attempt {} of {}); "
                      "trying it again in {}",
-                     migration.name, attempt, options.max_attempts, absl::FormatDuration(pause));
+                     migration.name, ConflictName(e), attempt, options.max_attempts,
+                     absl::FormatDuration(pause));
         absl::SleepFor(pause);
       }
     }

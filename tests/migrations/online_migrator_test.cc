@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "schema/migrator.h"
+#include "tests/support/child_process.h"
 #include "tests/support/test_db.h"
 
 namespace dcl {
@@ -172,6 +173,43 @@ TEST_CASE("retries are bounded: a lock held for good aborts the migration, nothi
   CHECK(db.Count("SELECT count(*) FROM schema_migrations WHERE version = 2") == 0);
   CHECK(db.Count("SELECT count(*) FROM information_schema.columns "
                  "WHERE table_name = 't' AND column_name = 'note'") == 0);
+}
+
+TEST_CASE("a migration chosen as a deadlock's victim is rolled back and tried again") {
+  testing::TestDatabase db(/*empty=*/true);
+  const Migration tables = Make(1, "CREATE TABLE a (v integer); CREATE TABLE b (v integer);");
+  REQUIRE(Migrate(db.url(), {tables}).ok());
+  // A writer holds b and, once the migration (holding a) waits for b, writes to a: a deadlock.
+  // The migration waited first, so its deadlock check (deadlock_timeout, 1 s) fires first and
+  // it is the victim (libpqxx 6 throws deadlock_detected, which is no sql_error).
+  auto writer_conn = db.Connect();
+  absl::Notification holding_b;
+  std::thread writer([&] {
+    pqxx::work tx(*writer_conn);
+    tx.exec("INSERT INTO b VALUES (1)");
+    holding_b.Notify();
+    auto watcher = db.Connect();
+    testing::WaitUntil(
+        [&] {
+          pqxx::nontransaction read(*watcher);
+          return read.exec("SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                           "WHERE c.relname = 'b' AND NOT l.granted")
+                     .size() > 0;
+        },
+        std::chrono::seconds(10));
+    tx.exec("INSERT INTO a VALUES (1)");
+    tx.commit();
+  });
+  holding_b.WaitForNotification();
+  auto result = Migrate(db.url(),
+                        {tables, Make(2, "ALTER TABLE a ADD COLUMN w integer;"
+                                         "ALTER TABLE b ADD COLUMN w integer;")},
+                        QuickRetries(10000, 5));
+  writer.join();
+  INFO(result.status().ToString());
+  REQUIRE(result.ok());
+  CHECK(result->lock_timeouts >= 1);
+  CHECK(db.Count("SELECT count(*) FROM a") == 1);
 }
 
 TEST_CASE("a concurrent index build applies while a writer keeps writing") {
