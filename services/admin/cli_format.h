@@ -21,7 +21,7 @@
 
 namespace dcl::admin {
 
-// Exit statuses (the README's table).
+// Exit statuses (docs/operators-guide.md, "Exit status"; cli_format_test holds them to it).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitOther = 1;        // anything not below (INTERNAL, UNKNOWN …)
 inline constexpr int kExitUsage = 2;        // bad flags or arguments; INVALID_ARGUMENT

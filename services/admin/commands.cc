@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -1555,7 +1556,56 @@ std::string FlagsHelp() {
   return text;
 }
 
+// The command whose words begin `positional`, or null.
+const Command* FindCommand(const std::vector<std::string>& positional) {
+  for (const Command& c : Commands()) {
+    if (positional.size() >= c.words.size() &&
+        std::equal(c.words.begin(), c.words.end(), positional.begin())) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+// dclctl's flags that no command's usage names: every command reads them (targets, tokens, TLS,
+// output, deadline, the database of the administration commands).
+std::vector<std::string> FlagsOfEveryCommand() {
+  std::vector<std::string> names;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!absl::StrContains(flag->Filename(), "services/admin/") && name != "database_url") {
+      continue;
+    }
+    const std::string spelled = absl::StrCat("--", name);
+    const bool named_by_a_command =
+        std::any_of(Commands().begin(), Commands().end(), [&](const Command& c) {
+          for (size_t at = c.usage.find(spelled); at != std::string::npos;
+               at = c.usage.find(spelled, at + 1)) {
+            const size_t end = at + spelled.size();
+            if (end == c.usage.size() || !(std::isalnum(static_cast<unsigned char>(c.usage[end])) ||
+                                           c.usage[end] == '_')) {
+              return true;
+            }
+          }
+          return false;
+        });
+    if (!named_by_a_command) names.push_back(spelled);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace
+
+std::string CommandHelpText(const std::vector<std::string>& positional) {
+  const Command* c = FindCommand(positional);
+  if (c == nullptr) return "";
+  std::string text = absl::StrCat("usage: dclctl ", CommandLine(*c), "\n");
+  if (!c->help.empty()) absl::StrAppend(&text, "  ", c->help, "\n");
+  absl::StrAppend(&text, "  (", SectionTitle(c->section), ")\n",
+                  "\nFlags of every command (dclctl --help explains each):\n  ",
+                  absl::StrJoin(FlagsOfEveryCommand(), " "), "\n");
+  return text;
+}
 
 std::string HelpText() {
   std::string text =
@@ -1589,14 +1639,7 @@ std::string HelpText() {
 }
 
 int RunCommand(const std::vector<std::string>& positional) {
-  const Command* match = nullptr;
-  for (const Command& c : Commands()) {
-    if (positional.size() >= c.words.size() &&
-        std::equal(c.words.begin(), c.words.end(), positional.begin())) {
-      match = &c;
-      break;
-    }
-  }
+  const Command* match = FindCommand(positional);
   if (match == nullptr) {
     std::fprintf(stderr, "dclctl: unknown command \"%s\"; dclctl --help lists the commands\n",
                  absl::StrJoin(positional, " ").c_str());

@@ -18,6 +18,10 @@ int RunCommand(const std::vector<std::string>& positional);
 // come from, the exit statuses, and dclctl's flags.
 std::string HelpText();
 
+// `dclctl COMMAND --help`: the usage line and help of the command whose words begin
+// `positional`, and the flags every command takes; empty when no command matches.
+std::string CommandHelpText(const std::vector<std::string>& positional);
+
 // Checks every flag's name and value before absl parses them, so that an unknown flag or a bad
 // value ends with the usage exit status (2) and a readable message instead of absl's exit(1).
 // False with `error` set on the first problem.

@@ -14,12 +14,17 @@
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("the DC team's command line for dcl; dclctl --help lists the commands");
+  // `dclctl --help` lists every command; `dclctl rack show --help` shows one, with the flags
+  // every command takes (the words before --help name it).
+  std::vector<std::string> words;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-help") == 0 ||
         std::strcmp(argv[i], "-h") == 0 || (i == 1 && std::strcmp(argv[i], "help") == 0)) {
-      std::printf("%s", dcl::admin::HelpText().c_str());
+      const std::string one = dcl::admin::CommandHelpText(words);
+      std::printf("%s", one.empty() ? dcl::admin::HelpText().c_str() : one.c_str());
       return dcl::admin::kExitOk;
     }
+    if (argv[i][0] != '-') words.emplace_back(argv[i]);
   }
   // Flags may be spelled with dashes as well as underscores (--dry-run, --site-map): absl
   // knows only the underscores, so the names are rewritten before it parses them.

@@ -22,7 +22,7 @@ enum class Service { kReservation, kOccupancy, kMoves };
 
 // "reservation", "occupancy", "moves": the word in the per-service flags and variables.
 const char* ServiceWord(Service service);
-// The embedded default's address of each service (README): 127.0.0.1:50051, 50052, 50053.
+// The embedded default's address of each service (docs/operations.md): 127.0.0.1:50051, 50052, 50053.
 const char* DefaultTarget(Service service);
 
 // What the command line said; empty = not given.

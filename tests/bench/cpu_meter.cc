@@ -77,22 +77,26 @@ CpuSeconds ReadCpuSeconds(const std::string& url) {
   return cpu;
 }
 
-void PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, long long calls,
-                     const std::string& process_role) {
-  if (calls <= 0) return;
+CpuPerCall PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, long long calls,
+                           const std::string& process_role) {
+  CpuPerCall per_call;
+  if (calls <= 0) return per_call;
+  per_call.process_ms = (after.process - before.process) * 1000.0 / calls;
   if (!before.database_measured || !after.database_measured) {
     std::printf("   CPU per call: %s %.3f ms, PostgreSQL not measured (not on this machine)\n",
-                process_role.c_str(), (after.process - before.process) * 1000.0 / calls);
+                process_role.c_str(), per_call.process_ms);
     std::fflush(stdout);
-    return;
+    return per_call;
   }
-  const double process_ms = (after.process - before.process) * 1000.0 / calls;
-  const double database_ms = (after.database - before.database) * 1000.0 / calls;
+  per_call.database_ms = (after.database - before.database) * 1000.0 / calls;
+  const double process_ms = per_call.process_ms;
+  const double database_ms = per_call.database_ms;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const double bound = cores * 1000.0 / (process_ms + database_ms);
   std::printf("   CPU per call: %s %.3f ms, PostgreSQL %.3f ms; %u cores allow at most %.0f calls/s\n",
               process_role.c_str(), process_ms, database_ms, cores, bound);
   std::fflush(stdout);
+  return per_call;
 }
 
 }  // namespace dcl::bench

@@ -20,10 +20,16 @@ struct CpuSeconds {
 // cutime/cstime, so backends that came and went between two readings are not lost.
 CpuSeconds ReadCpuSeconds(const std::string& url);
 
+// CPU per call in milliseconds; -1 where it was not measured.
+struct CpuPerCall {
+  double process_ms = -1;
+  double database_ms = -1;
+};
+
 // "CPU per call: this process X ms, PostgreSQL Y ms; N cores allow at most Z calls/s" for the
-// calls made between two readings.
-void PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, long long calls,
-                     const std::string& process_role);
+// calls made between two readings; returns the two figures.
+CpuPerCall PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, long long calls,
+                           const std::string& process_role);
 
 }  // namespace dcl::bench
 

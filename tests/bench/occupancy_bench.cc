@@ -42,6 +42,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dcl/v1/common.pb.h"
@@ -51,11 +52,13 @@
 #include "services/common/server.h"
 #include "services/common/status.h"
 #include "services/occupancy/occupancy_logic.h"
+#include "tests/bench/bench_csv.h"
 #include "tests/bench/cpu_meter.h"
 #include "tests/bench/insert_ceiling.h"
 
 ABSL_FLAG(std::string, database_url, "", "PostgreSQL connection string (or DCL_DATABASE_URL)");
-ABSL_FLAG(int, clients, 32, "concurrent clients");
+ABSL_FLAG(std::vector<std::string>, clients, {"32"},
+          "concurrent clients; a comma-separated list runs both scenarios at each count");
 ABSL_FLAG(int, racks, 50, "racks in the site scenario (42 units each)");
 ABSL_FLAG(int, devices_per_client, 24, "devices each client places and releases");
 ABSL_FLAG(int, seconds, 10, "duration of each scenario");
@@ -293,9 +296,17 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
   std::printf("%-34s %12zu\n", "ReleaseBooking calls", release_ms.size());
   std::printf("%-34s %12.2f\n", "ReleaseBooking p50 ms", Percentile(release_ms, 0.50));
   std::printf("%-34s %12.2f\n", "ReleaseBooking p99 ms", Percentile(release_ms, 0.99));
-  bench::PrintCpuPerCall(cpu_before, cpu_after,
-                         static_cast<long long>(place_ms.size() + release_ms.size()),
-                         "bench process (clients + domain logic; per write call)");
+  const bench::CpuPerCall cpu = bench::PrintCpuPerCall(
+      cpu_before, cpu_after, static_cast<long long>(place_ms.size() + release_ms.size()),
+      "bench process (clients + domain logic; per write call)");
+  const std::string scenario = absl::StrCat(name, ", ", racks, racks == 1 ? " rack" : " racks");
+  bench::AppendCsv({"occupancy", scenario, "PlaceDevice", clients, place_ms.size() / elapsed,
+                    Percentile(place_ms, 0.50), Percentile(place_ms, 0.95),
+                    Percentile(place_ms, 0.99), ceiling, -1, -1});
+  // CPU is measured over every write call (PlaceDevice and ReleaseBooking together).
+  bench::AppendCsv({"occupancy", scenario, "write calls", clients,
+                    (place_ms.size() + release_ms.size()) / elapsed, -1, -1, -1, ceiling,
+                    cpu.process_ms, cpu.database_ms});
   for (const auto& [k, v] : outcomes) {
     std::string label = k;
     const std::string unspecified = "REASON_UNSPECIFIED";
@@ -334,11 +345,22 @@ int main(int argc, char** argv) {
   }
   dcl::InitLogging("occupancy_bench", "text");
   dcl::TurnOffMutexDeadlockDetection();  // as the servers run
-  const int clients = absl::GetFlag(FLAGS_clients);
   const int devices = absl::GetFlag(FLAGS_devices_per_client);
   const int seconds = absl::GetFlag(FLAGS_seconds);
-  bool ok = dcl::occupancy::RunScenario(url, "site", absl::GetFlag(FLAGS_racks), clients, devices,
-                                        seconds);
-  ok = dcl::occupancy::RunScenario(url, "contended", 1, clients, devices, seconds) && ok;
+  std::vector<int> client_counts;
+  for (const std::string& text : absl::GetFlag(FLAGS_clients)) {
+    int n = 0;
+    if (!absl::SimpleAtoi(text, &n) || n < 1 || n > 1024) {
+      std::fprintf(stderr, "--clients: '%s' is not a client count (1..1024)\n", text.c_str());
+      return 2;
+    }
+    client_counts.push_back(n);
+  }
+  bool ok = true;
+  for (int clients : client_counts) {
+    ok = dcl::occupancy::RunScenario(url, "site", absl::GetFlag(FLAGS_racks), clients, devices,
+                                     seconds) && ok;
+    ok = dcl::occupancy::RunScenario(url, "contended", 1, clients, devices, seconds) && ok;
+  }
   return ok ? 0 : 1;
 }

@@ -57,6 +57,7 @@
 #include "services/reservation/reservation_logic.h"
 #include "services/reservation/reservation_service.h"
 #include "services/reservation/reservation_store.h"
+#include "tests/bench/bench_csv.h"
 #include "tests/bench/cpu_meter.h"
 #include "tests/bench/insert_ceiling.h"
 #include "tests/bench/run_together.h"
@@ -350,13 +351,17 @@ class Bench {
     const double ceiling = InsertCeiling(url_, clients, seconds);
     CpuSeconds after = ReadCpuSeconds(url_);
     std::printf("   ceiling (one-row INSERT, %d clients): %.0f tx/s\n", clients, ceiling);
-    PrintCpuPerCall(before, after, static_cast<long long>(ceiling * seconds), "INSERT client");
+    const CpuPerCall ceiling_cpu =
+        PrintCpuPerCall(before, after, static_cast<long long>(ceiling * seconds), "INSERT client");
+    AppendCsv({"reservation", name, "ceiling", clients, ceiling, -1, -1, -1, ceiling,
+               ceiling_cpu.process_ms, ceiling_cpu.database_ms});
     before = ReadCpuSeconds(url_);
     const Outcomes o = Run(site, clients, seconds, 0, prefix, "", max_calls);
     after = ReadCpuSeconds(url_);
     Row(name, clients, machines, o);
     CeilingRow(clients, ceiling, o);
-    PrintCpuPerCall(before, after, o.latency_ms.size(), "load generator + server");
+    Csv(name, "service", clients, o, ceiling,
+        PrintCpuPerCall(before, after, o.latency_ms.size(), "load generator + server"));
     int64_t violations = Audit();
     CancelHolds(site);
     before = ReadCpuSeconds(url_);
@@ -364,7 +369,8 @@ class Bench {
     after = ReadCpuSeconds(url_);
     Row(name + ", db alone", clients, machines, direct);
     CeilingRow(clients, ceiling, direct);
-    PrintCpuPerCall(before, after, direct.latency_ms.size(), "client");
+    Csv(name, "database alone", clients, direct, ceiling,
+        PrintCpuPerCall(before, after, direct.latency_ms.size(), "client"));
     if (direct.other > 0) ++violations;
     violations += Audit();
     CancelHolds(site);
@@ -374,7 +380,8 @@ class Bench {
     after = ReadCpuSeconds(url_);
     Row(name + ", gRPC only", clients, machines, refused);
     CeilingRow(clients, ceiling, refused);
-    PrintCpuPerCall(before, after, refused.latency_ms.size(), "load generator + server");
+    Csv(name, "gRPC only", clients, refused, ceiling,
+        PrintCpuPerCall(before, after, refused.latency_ms.size(), "load generator + server"));
     if (refused.unauthenticated != static_cast<int>(refused.latency_ms.size())) ++violations;
     return violations;
   }
@@ -430,6 +437,14 @@ class Bench {
     std::printf("   ceiling (one-row INSERT, %d clients): %.0f tx/s; Reserve/ceiling ratio %.3f\n",
                 clients, ceiling, rate / ceiling);
     std::fflush(stdout);
+  }
+
+  // The run's row for docs/perf/plot.py (--csv); ceiling and CPU -1 where not measured.
+  static void Csv(const std::string& scenario, const std::string& run, int clients,
+                  const Outcomes& o, double ceiling, const CpuPerCall& cpu) {
+    AppendCsv({"reservation", scenario, run, clients, o.latency_ms.size() / o.seconds,
+               Percentile(o.latency_ms, 0.50), Percentile(o.latency_ms, 0.95),
+               Percentile(o.latency_ms, 0.99), ceiling, cpu.process_ms, cpu.database_ms});
   }
 
   static void Header() {
@@ -504,6 +519,7 @@ int Main() {
     double p50_1k = 0, p50_100k = 0;
     for (size_t i = 0; i < sized.size(); ++i) {
       Bench::Row(sized[i].name, 1, sized[i].machines, by_site[i]);
+      Bench::Csv(sized[i].name, "service", 1, by_site[i], -1, CpuPerCall{});
       if (sized[i].machines == 1000) p50_1k = Percentile(by_site[i].latency_ms, 0.5);
       if (sized[i].machines == 100000) p50_100k = Percentile(by_site[i].latency_ms, 0.5);
     }
@@ -526,6 +542,8 @@ int Main() {
     Outcomes contention = bench.Run(s10, 256, 0, 1, "shared-c256");
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     Bench::Row("shared 256 on 10", 256, 10, contention);
+    contention.seconds = elapsed;
+    Bench::Csv("256 on 10", "service", 256, contention, -1, CpuPerCall{});
     std::printf("decisions/s: %.0f (goal >= 1,000), holds %d (goal 10), server errors %d (goal 0)\n",
                 contention.latency_ms.size() / elapsed, contention.held, contention.other);
     violations += bench.Audit();

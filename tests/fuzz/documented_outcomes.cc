@@ -1,10 +1,16 @@
 #include "tests/fuzz/documented_outcomes.h"
 
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "dcl/v1/common.pb.h"
 
 namespace dcl::fuzz {
@@ -45,7 +51,8 @@ void AddEntries(const std::string& text, OutcomeSet* out) {
       out->insert({code, "*"});
       continue;
     }
-    for (absl::string_view reason : absl::StrSplit(parts[1], ' ', absl::SkipWhitespace())) {
+    for (absl::string_view reason : absl::StrSplit(parts[1], absl::ByAnyChar(" ,"),
+                                                   absl::SkipWhitespace())) {
       v1::Reason parsed;
       if (!v1::Reason_Parse(std::string(reason), &parsed)) {
         throw std::runtime_error("unknown reason in the outcome table: " + std::string(reason));
@@ -55,16 +62,74 @@ void AddEntries(const std::string& text, OutcomeSet* out) {
   }
 }
 
+// A cell of the table in the form AddEntries reads: commentary in parentheses and the
+// backticks dropped.
+std::string PlainEntries(absl::string_view cell) {
+  std::string plain;
+  int depth = 0;
+  for (char c : cell) {
+    if (c == '(') ++depth;
+    if (depth == 0 && c != '`') plain.push_back(c);
+    if (c == ')' && depth > 0) --depth;
+  }
+  if (depth != 0) throw std::runtime_error("unbalanced parentheses");
+  return plain;
+}
+
 }  // namespace
 
-std::map<std::string, OutcomeSet> ParseDocumentedOutcomes() {
+std::map<std::string, OutcomeSet> ParseDocumentedOutcomes(const std::string& api_markdown) {
   std::map<std::string, OutcomeSet> table;
-  for (const RpcOutcomes& rpc : kRpcOutcomes) {
-    OutcomeSet& set = table[rpc.method];
-    AddEntries(kEveryRpcOutcomes, &set);
-    AddEntries(rpc.outcomes, &set);
+  bool in_section = false;
+  bool in_table = false;
+  std::istringstream lines(api_markdown);
+  for (std::string line; std::getline(lines, line);) {
+    if (absl::StartsWith(line, "## ")) {
+      if (in_section) break;  // the next section: the table is behind us
+      in_section = line == "## Status codes per RPC";
+      continue;
+    }
+    if (!in_section) continue;
+    if (!absl::StartsWith(line, "|")) {
+      if (in_table) break;  // the table ended
+      continue;
+    }
+    in_table = true;
+    std::vector<std::string> cells = absl::StrSplit(line, '|');
+    // "| a | b |" splits into "", " a ", " b ", "".
+    if (cells.size() != 4 || !cells.front().empty() ||
+        !absl::StripAsciiWhitespace(cells.back()).empty()) {
+      throw std::runtime_error("docs/api.md: not a row of two cells: " + line);
+    }
+    const std::string name(absl::StripAsciiWhitespace(cells[1]));
+    if (name == "RPC" || absl::StartsWith(name, "---")) continue;  // header and rule
+    absl::string_view method = name;
+    if (!absl::ConsumePrefix(&method, "`") || !absl::ConsumeSuffix(&method, "`") ||
+        method.find('.') == absl::string_view::npos) {
+      throw std::runtime_error("docs/api.md: an RPC is named `Service.Method`: " + line);
+    }
+    const std::string full = absl::StrCat("dcl.v1.", method);
+    if (table.count(full) > 0) throw std::runtime_error("docs/api.md: named twice: " + line);
+    OutcomeSet& set = table[full];
+    try {
+      AddEntries(kEveryRpcOutcomes, &set);
+      AddEntries(PlainEntries(cells[2]), &set);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(absl::StrCat("docs/api.md: ", e.what(), ": ", line));
+    }
+  }
+  if (table.empty()) {
+    throw std::runtime_error("docs/api.md: no table under \"## Status codes per RPC\"");
   }
   return table;
+}
+
+std::map<std::string, OutcomeSet> ReadDocumentedOutcomes(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseDocumentedOutcomes(text.str());
 }
 
 bool IsAllowed(const OutcomeSet& allowed, grpc::StatusCode code, const std::string& reason) {

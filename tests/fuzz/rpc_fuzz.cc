@@ -708,7 +708,7 @@ int Main() {
     }
   }
   const RequestGenerator generator(world, services);
-  const std::map<std::string, OutcomeSet> outcomes = ParseDocumentedOutcomes();
+  const std::map<std::string, OutcomeSet> outcomes = ReadDocumentedOutcomes(kApiDocPath);
   Report report(absl::GetFlag(FLAGS_examples));
   for (const MethodDescriptor* method : generator.methods()) {
     if (outcomes.count(method->full_name()) == 0) {
