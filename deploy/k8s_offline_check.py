@@ -34,7 +34,8 @@ DISCOVERY = {
     "batch/v1": [("jobs", "Job", True), ("cronjobs", "CronJob", True)],
     "policy/v1": [("poddisruptionbudgets", "PodDisruptionBudget", True)],
     "networking.k8s.io/v1": [("networkpolicies", "NetworkPolicy", True)],
-    "postgresql.cnpg.io/v1": [("clusters", "Cluster", True), ("poolers", "Pooler", True)],
+    "postgresql.cnpg.io/v1": [("clusters", "Cluster", True), ("poolers", "Pooler", True),
+                              ("scheduledbackups", "ScheduledBackup", True)],
 }
 
 

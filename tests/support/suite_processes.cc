@@ -64,6 +64,13 @@ constexpr ServerBinary kServers[] = {
     {SuiteService::kMoves, "moves", "services/moves/moves_server"},
 };
 
+// The binary at workspace `path` ("services/moves/moves_server"), or the file of the same
+// name in `binary_dir` when one is given.
+std::string BinaryIn(const std::string& binary_dir, const std::string& path) {
+  if (binary_dir.empty()) return path;
+  return binary_dir + "/" + path.substr(path.rfind('/') + 1);
+}
+
 }  // namespace
 
 SuiteProcesses::SuiteProcesses(SuiteOptions options) : options_(std::move(options)) {
@@ -72,7 +79,7 @@ SuiteProcesses::SuiteProcesses(SuiteOptions options) : options_(std::move(option
   for (const ServerBinary& server : kServers) {
     for (int i = 0; i < options_.replicas; ++i) {
       Member member;
-      member.binary = server.path;
+      member.binary = BinaryIn(options_.binary_dir, server.path);
       member.server = true;
       member.args = common;
       member.args.push_back("--listen=127.0.0.1:0");
@@ -88,7 +95,7 @@ SuiteProcesses::SuiteProcesses(SuiteOptions options) : options_(std::move(option
   }
   for (int i = 0; i < options_.sweepers; ++i) {
     Member member;
-    member.binary = "sweeper/sweeper";
+    member.binary = BinaryIn(options_.binary_dir, "sweeper/sweeper");
     member.args = common;
     member.args.push_back(absl::StrCat("--sweeper_name=sweeper-", i));
     member.args.insert(member.args.end(), options_.sweeper_flags.begin(),
@@ -168,6 +175,19 @@ void SuiteProcesses::Restart(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   Member& member = Find(name);
   if (member.process->Running()) throw std::runtime_error(name + " still runs: kill it first");
+  StartMember(name, member);
+}
+
+void SuiteProcesses::RestartWith(const std::string& name, const std::string& binary_dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Member& member = Find(name);
+  if (member.process->Running()) throw std::runtime_error(name + " still runs: kill it first");
+  for (const ServerBinary& server : kServers) {
+    if (name.rfind(std::string(server.prefix) + "-", 0) == 0) {
+      member.binary = BinaryIn(binary_dir, server.path);
+    }
+  }
+  if (name.rfind("sweeper-", 0) == 0) member.binary = BinaryIn(binary_dir, "sweeper/sweeper");
   StartMember(name, member);
 }
 

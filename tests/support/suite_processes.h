@@ -45,6 +45,10 @@ struct SuiteOptions {
   int sweepers = 2;
   std::vector<std::string> server_flags;   // added to every server's command line
   std::vector<std::string> sweeper_flags;  // added to every sweeper's command line
+  // Where the binaries come from: a folder holding reservation_server, occupancy_server,
+  // moves_server and sweeper (another release's, for the rolling upgrade); empty: this
+  // workspace's runfiles.
+  std::string binary_dir;
 };
 
 class SuiteProcesses {
@@ -71,6 +75,9 @@ class SuiteProcesses {
   // Starts an exited process again with the same command line (a server on the same port)
   // and waits until it serves; throws when it does not.
   void Restart(const std::string& name);
+  // Restart() with the binary of the same name in `binary_dir` (a folder as in SuiteOptions;
+  // empty: this workspace's runfiles) from now on: the rolling upgrade of one process.
+  void RestartWith(const std::string& name, const std::string& binary_dir);
   bool Running(const std::string& name);
   // Everything the process logged, over all of its runs.
   std::string Log(const std::string& name) const;
