@@ -71,7 +71,9 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
       {"dcl.v1.OccupancyService.PlaceDevice",
        {R"(request_id: "{key}"
            rack_id: "{rack:site1}" device_id: "{device:unplaced}" side: {side} unit: {unit})",
-        R"(rack_id: "{rack}" device_id: "{device}" side: {side} unit: {unit} reason: "racked")"}},
+        R"(rack_id: "{rack}" device_id: "{device}" side: {side} unit: {unit} reason: "racked")",
+        R"(request_id: "{key}" rack_id: "{rack:site1}" device_id: "{device:unplaced}" side: {side}
+           unit: {unit} reservation_id: "{booking:reservation}")"}},
       {"dcl.v1.OccupancyService.BlockUnits",
        {R"(request_id: "{key}" rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
            last_unit: {unit+} reason: "cabling")",
