@@ -36,6 +36,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "services/admin/cli_format.h"
 #include "services/admin/db_commands.h"
+#include "services/admin/delivery_commands.h"
 #include "services/admin/grpc_client.h"
 #include "services/admin/netbox_import.h"
 #include "services/admin/rack_elevation.h"
@@ -1365,6 +1366,25 @@ const std::vector<Command>& Commands() {
        0,
        Section::kRacks,
        Plan},
+      // Deliveries: services/admin/delivery_commands.cc.
+      {{"delivery", "plan"}, kDeliveryPlanUsage,
+       "where a delivery's items go across the site's racks (units, power, weight); exit 4 when "
+       "an item fits nowhere", 0, kMaxDeliveryArgs, Section::kRacks,
+       [](Invocation& inv) {
+         return DeliveryPlanCommand(inv.name, inv.args, inv.client, inv.json);
+       }},
+      {{"delivery", "reserve"}, kDeliveryReserveUsage,
+       "reserve every unit of the delivery's plan in one step, all or nothing", 0,
+       kMaxDeliveryArgs, Section::kRacks,
+       [](Invocation& inv) {
+         return DeliveryReserveCommand(inv.name, inv.args, inv.client, inv.json, WriteRequestId());
+       }},
+      {{"delivery", "place"}, kDeliveryPlaceUsage,
+       "place a device into its reservation: the reserved units become its placement", 1, 1,
+       Section::kRacks,
+       [](Invocation& inv) {
+         return DeliveryPlaceCommand(inv.name, inv.args, inv.client, inv.json, WriteRequestId());
+       }},
       {{"site", "list"}, "", "the organization's sites", 0, 0, Section::kInventory, SiteList},
       {{"site", "create"},
        "--name NAME [--request_id T]",
