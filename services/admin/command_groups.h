@@ -11,6 +11,7 @@ namespace dcl::admin {
 
 std::vector<Command> RackCommands();         // rack_commands.cc
 std::vector<Command> BookingCommands();      // booking_commands.cc
+std::vector<Command> DeliveryCommands();     // delivery_commands.cc
 std::vector<Command> DeviceCommands();       // device_commands.cc
 std::vector<Command> ImportCommands();       // import_commands.cc
 std::vector<Command> MoveCommands();         // move_commands.cc

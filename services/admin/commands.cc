@@ -85,8 +85,9 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = [] {
     std::vector<Command> all;
     for (std::vector<Command> group :
-         {RackCommands(), BookingCommands(), DeviceCommands(), ImportCommands(), MoveCommands(),
-          ReservationCommands(), ServerCommands(), DatabaseCommands()}) {
+         {RackCommands(), BookingCommands(), DeliveryCommands(), DeviceCommands(),
+          ImportCommands(), MoveCommands(), ReservationCommands(), ServerCommands(),
+          DatabaseCommands()}) {
       all.insert(all.end(), group.begin(), group.end());
     }
     return all;

@@ -40,6 +40,8 @@ enum class Rpc : uint8_t {
   kBlockUnits,
   kReserveUnits,
   kReleaseBooking,
+  kPlanDelivery,
+  kReserveDelivery,
   // MoveService
   kStartMove,
   kAdvanceMove,
@@ -94,6 +96,8 @@ inline constexpr std::array<RpcInfo, kRpcCount> kRpcTable = {{
     {Rpc::kBlockUnits, "/dcl.v1.OccupancyService/BlockUnits", kOperator},
     {Rpc::kReserveUnits, "/dcl.v1.OccupancyService/ReserveUnits", kOperator},
     {Rpc::kReleaseBooking, "/dcl.v1.OccupancyService/ReleaseBooking", kOperator},
+    {Rpc::kPlanDelivery, "/dcl.v1.OccupancyService/PlanDelivery", kOperator},
+    {Rpc::kReserveDelivery, "/dcl.v1.OccupancyService/ReserveDelivery", kOperator},
     {Rpc::kStartMove, "/dcl.v1.MoveService/StartMove", kOperator},
     {Rpc::kAdvanceMove, "/dcl.v1.MoveService/AdvanceMove", kOperator},
     {Rpc::kCancelMove, "/dcl.v1.MoveService/CancelMove", kOperator},

@@ -39,6 +39,8 @@ inline constexpr int64_t kMaxRackPowerWatts = 1000000;
 inline constexpr int64_t kMaxRackWeightKg = 100000;
 inline constexpr int64_t kMaxDevicePowerWatts = 100000;
 inline constexpr int64_t kMaxDeviceWeightKg = 10000;
+// Devices in one delivery (PlanDelivery / ReserveDelivery), a spec's count included.
+inline constexpr int64_t kMaxDeliveryItems = 1000;
 
 // The range one integer field of one request message may take, inclusive.
 struct IntegerRange {
@@ -64,6 +66,17 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.ReserveUnitsRequest", "first_unit", 0, kMaxRackUnit},
     {"dcl.v1.ReserveUnitsRequest", "last_unit", 0, kMaxRackUnit},
     {"dcl.v1.ReserveUnitsRequest", "ttl_seconds", 0, kMaxRackReservationTtlSeconds},
+    {"dcl.v1.DeliverySpec", "height_units", 1, kMaxDeviceHeightUnits},
+    {"dcl.v1.DeliverySpec", "power_draw_watts", 0, kMaxDevicePowerWatts},
+    {"dcl.v1.DeliverySpec", "weight_kg", 0, kMaxDeviceWeightKg},
+    {"dcl.v1.DeliverySpec", "count", 0, kMaxDeliveryItems},
+    {"dcl.v1.DeliveryConstraints", "max_per_rack", 0, kMaxDeliveryItems},
+    {"dcl.v1.DeliveryConstraints", "power_headroom_watts", 0, kMaxRackPowerWatts},
+    {"dcl.v1.DeliveryConstraints", "weight_headroom_kg", 0, kMaxRackWeightKg},
+    {"dcl.v1.PlannedDeliveryItem", "item", 0, kMaxDeliveryItems - 1},
+    {"dcl.v1.PlannedDeliveryItem", "unit", 0, kMaxRackUnit},
+    {"dcl.v1.Slot", "unit", 0, kMaxRackUnit},
+    {"dcl.v1.ReserveDeliveryRequest", "ttl_seconds", 0, kMaxRackReservationTtlSeconds},
     {"dcl.v1.StartMoveRequest", "destination_unit", 0, kMaxRackUnit},
     {"dcl.v1.ListMovesRequest", "page_size", 0, kMaxPageSize},
     {"dcl.v1.ListLocationHistoryRequest", "page_size", 0, kMaxPageSize},

@@ -3,7 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
@@ -156,8 +159,10 @@ absl::StatusOr<std::vector<SlotRef>> SlotList(const pqxx::field& field) {
   return slots;
 }
 
+// `against_taken` false: the plan checks side and bounds only (a promotion out of a reservation
+// claims units its reservation holds, which the rack's taken slots include).
 absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& principal,
-                                 const BookingSpec& spec) {
+                                 const BookingSpec& spec, bool against_taken = true) {
   if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
   const bool footprint = UsesDeviceFootprint(spec);
   pqxx::result r = ExecCached(tx, kPrepareSql, spec.rack_id, principal.org_id,
@@ -196,7 +201,8 @@ absl::StatusOr<Prepared> Prepare(pqxx::transaction_base& tx, const Principal& pr
   }
   absl::StatusOr<std::vector<SlotRef>> taken = SlotList(row[9]);
   if (!taken.ok()) return taken.status();
-  prepared.plan = Plan(prepared.rack.geometry, *taken, request);
+  prepared.plan =
+      Plan(prepared.rack.geometry, against_taken ? *taken : std::vector<SlotRef>{}, request);
   // Malformed requests are the caller's error, not a rejection of this booking.
   if (!prepared.plan.ok() && prepared.plan.status().code() == absl::StatusCode::kInvalidArgument) {
     return prepared.plan.status();
@@ -676,6 +682,155 @@ absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx, const Pr
                       absl::StrCat("booking ", booking_id, " is not an active move hold"));
   }
   return LoadBooking(tx, principal, booking_id);
+}
+
+namespace {
+
+// The reservation a placement names, locked FOR UPDATE: two promotions out of one reservation
+// (and a promotion and the release of the reservation) take turns; the sweeper's batch skips it
+// (SKIP LOCKED). Read within the caller's organization: another's reads as unknown.
+constexpr char kLockReservationSql[] =
+    "SELECT rack_id::text, kind, released_at IS NOT NULL, kind = 'reservation' AND "
+    "expires_at <= now(), (SELECT string_agg(x.side || ' ' || x.unit, ',') FROM booking_slots x "
+    "WHERE x.booking_id = b.id AND x.released_at IS NULL) "
+    "FROM bookings b WHERE b.id = $1::uuid AND b.org_id = $2::uuid FOR UPDATE OF b";
+
+// The whole reservation becomes the placement: its header changes kind, gains the device, loses
+// its expiry and takes the device's footprint; its slot rows are not written at all.
+constexpr char kPromoteWholeSql[] =
+    "UPDATE bookings SET kind = 'placement', device_id = $1[3]::uuid, expires_at = NULL, "
+    "front = $1[4]::boolean, rear = $1[5]::boolean, first_unit = $1[6]::integer, "
+    "last_unit = $1[7]::integer, reason = coalesce(nullif($1[8], ''), reason) "
+    "WHERE id = $1[1]::uuid AND org_id = $1[2]::uuid AND kind = 'reservation' "
+    "AND released_at IS NULL RETURNING id::text";
+
+// A part of the reservation becomes the placement: a new placement header, and the slot rows of
+// the device's units pass to it in the same statement (booking_id rewritten, released_at NULL
+// in every version of every row: no unit is ever free, none is inserted again). Answers
+// "new id|slots moved".
+constexpr char kPromotePartSql[] =
+    "WITH h AS (INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, "
+    "first_unit, last_unit, created_by, reason) VALUES ($1[2]::uuid, $1[9]::uuid, "
+    "$1[10]::uuid, 'placement', $1[3]::uuid, $1[4]::boolean, $1[5]::boolean, $1[6]::integer, "
+    "$1[7]::integer, $1[11], $1[8]) RETURNING id), "
+    "s AS (UPDATE booking_slots x SET booking_id = h.id FROM h "
+    "WHERE x.booking_id = $1[1]::uuid AND x.released_at IS NULL "
+    "AND (x.side, x.unit) IN (SELECT * FROM unnest($1[12]::text[], $1[13]::integer[])) "
+    "RETURNING 1) "
+    "SELECT h.id::text || '|' || (SELECT count(*) FROM s) FROM h";
+
+absl::Status NotInReservation(const std::string& reservation_id, const std::string& device_id,
+                              const std::vector<SlotRef>& needed,
+                              const std::vector<SlotRef>& reserved,
+                              const std::vector<SlotRef>& missing) {
+  return Error(absl::StatusCode::kFailedPrecondition, v1::NOT_IN_RESERVATION,
+               absl::StrCat("device ", device_id, " needs ", DescribeSlots(needed),
+                            "; reservation ", reservation_id, " does not hold ",
+                            DescribeSlots(missing), " (it holds ",
+                            reserved.empty() ? "nothing" : DescribeSlots(reserved), ")"))
+      .Meta("reservation_id", reservation_id)
+      .Meta("device_id", device_id)
+      .Meta("needed", DescribeSlots(needed))
+      .Meta("reserved", DescribeSlots(reserved))
+      .Meta("missing", DescribeSlots(missing))
+      .status();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Booking> PromoteReservation(pqxx::transaction_base& tx,
+                                               const Principal& principal,
+                                               const std::string& reservation_id,
+                                               const BookingSpec& placement) {
+  if (absl::Status s = CheckId("reservation_id", reservation_id); !s.ok()) return s;
+  if (placement.kind != v1::BOOKING_PLACEMENT || placement.ttl_seconds != 0) {
+    return InvalidInput("kind", "only a placement is promoted out of a reservation");
+  }
+  pqxx::result held = ExecCached(tx, kLockReservationSql, reservation_id, principal.org_id);
+  if (held.empty()) return NotFound("booking", reservation_id);
+  const pqxx::row h = held[0];
+  const std::string reservation_rack = h[0].as<std::string>();
+  if (h[1].as<std::string>() != "reservation" || h[2].as<bool>()) {
+    return WrongState(reservation_id, absl::StrCat("booking ", reservation_id,
+                                                   " is not an active unit reservation"));
+  }
+  // Enforced here, at the point of use, not by the sweeper: a lapsed reservation holds nothing
+  // a placement could take over (the units may be booked by anyone once it is released).
+  if (h[3].as<bool>()) {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::HOLD_EXPIRED,
+                 absl::StrCat("reservation ", reservation_id, " has lapsed"))
+        .Meta("reservation_id", reservation_id)
+        .status();
+  }
+  absl::StatusOr<std::vector<SlotRef>> reserved = SlotList(h[4]);
+  if (!reserved.ok()) return reserved.status();
+  std::sort(reserved->begin(), reserved->end());
+
+  absl::StatusOr<Prepared> prepared = Prepare(tx, principal, placement, /*against_taken=*/false);
+  if (!prepared.ok()) return prepared.status();
+  if (placement.rack_id != reservation_rack) {
+    return Error(absl::StatusCode::kFailedPrecondition, v1::NOT_IN_RESERVATION,
+                 absl::StrCat("reservation ", reservation_id, " holds units of another rack"))
+        .Meta("reservation_id", reservation_id)
+        .Meta("reservation_rack_id", reservation_rack)
+        .Meta("rack_id", placement.rack_id)
+        .status();
+  }
+  if (!prepared->plan.ok()) return Detected(prepared->plan.status(), "planner");
+  std::vector<SlotRef> needed = *prepared->plan;
+  if (!ClaimIsWithin(prepared->rack.geometry, needed)) return Internal("empty or stray claim");
+  std::sort(needed.begin(), needed.end());
+  std::vector<SlotRef> missing;
+  std::set_difference(needed.begin(), needed.end(), reserved->begin(), reserved->end(),
+                      std::back_inserter(missing));
+  if (!missing.empty()) {
+    return NotInReservation(reservation_id, placement.device_id, needed, *reserved, missing);
+  }
+
+  bool front = false;
+  bool rear = false;
+  int low = needed.front().unit;
+  int high = needed.front().unit;
+  for (const SlotRef& s : needed) {
+    (s.side == v1::SIDE_FRONT ? front : rear) = true;
+    low = std::min(low, s.unit);
+    high = std::max(high, s.unit);
+  }
+  const bool whole = needed.size() == reserved->size();  // needed ⊆ reserved, same size
+  GuardedResult result;
+  if (whole) {
+    result = GuardedExec(tx, kPromoteWholeSql,
+                         {reservation_id, principal.org_id, placement.device_id,
+                          front ? "true" : "false", rear ? "true" : "false", std::to_string(low),
+                          std::to_string(high), placement.reason});
+  } else {
+    result = GuardedExec(
+        tx, kPromotePartSql,
+        {reservation_id, principal.org_id, placement.device_id, front ? "true" : "false",
+         rear ? "true" : "false", std::to_string(low), std::to_string(high), placement.reason,
+         prepared->rack.site_id, placement.rack_id, principal.Actor(),
+         TextArrayLiteral(SideArgs(needed)), IntArrayLiteral(needed)});
+  }
+  if (result.violated()) {
+    if (result.violated_constraint == kSlotIndex) {
+      // Cannot happen: no statement above claims a unit that is not already this booking's.
+      return UnexpectedViolation("promoted placement", result);
+    }
+    return ConstraintRejection(tx, principal, placement, result);
+  }
+  if (!result.returned) return Internal("the promotion changed no booking");
+  std::string placement_id = *result.returned;
+  if (!whole) {
+    std::pair<std::string, std::string> id_moved = absl::StrSplit(placement_id, '|');
+    // The reservation's row lock makes this exact: no other transaction moved its slots since
+    // they were read above.
+    if (id_moved.second != std::to_string(needed.size())) {
+      return Internal(absl::StrCat("promotion moved ", id_moved.second, " slot rows, expected ",
+                                   needed.size()));
+    }
+    placement_id = id_moved.first;
+  }
+  return LoadBooking(tx, principal, placement_id);
 }
 
 absl::StatusOr<std::optional<v1::Booking>> FindActivePlacement(pqxx::transaction_base& tx,

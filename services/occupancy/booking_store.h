@@ -124,6 +124,25 @@ int64_t ReleaseLapsedReservations(pqxx::transaction_base& tx, int limit,
 absl::StatusOr<v1::Booking> PromoteMoveHold(pqxx::transaction_base& tx, const Principal& principal,
                                             const std::string& booking_id);
 
+// PlaceDevice naming the unit reservation it fulfils (`placement` as DeviceFootprintSpec makes
+// it). The reservation is locked FOR UPDATE; it must be an active `reservation` of the caller's
+// organization (else NOT_FOUND / WRONG_STATE), not lapsed by the database clock (HOLD_EXPIRED,
+// enforced here, not by the sweeper), in the placement's rack, and every (side, unit) the
+// device's footprint claims must be one of its active slots (else NOT_IN_RESERVATION naming
+// the missing units). Then, in one statement, without a free instant:
+//  - the device needs every unit the reservation still holds: the header is promoted in place
+//    (kind → placement, device_id set, expires_at → NULL, range → the device's); booking id and
+//    slot rows stay exactly as they are (not one slot row is written);
+//  - the device needs a part: a new placement header is inserted and the slot rows of those
+//    units pass to it (booking_id rewritten, released_at NULL in every row version); the rest
+//    stays reserved under the reservation's id.
+// The device index (one active placement per device) and the device foreign key (same
+// organization and site) still decide at that statement, mapped as for CreateBooking.
+absl::StatusOr<v1::Booking> PromoteReservation(pqxx::transaction_base& tx,
+                                               const Principal& principal,
+                                               const std::string& reservation_id,
+                                               const BookingSpec& placement);
+
 // One booking of the caller's organization, with its slots (released ones too).
 absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const std::string& booking_id);

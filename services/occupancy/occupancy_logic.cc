@@ -149,7 +149,18 @@ absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDevi
                                          v1::Booking* out, bool* replayed) {
   const BookingSpec spec = DeviceFootprintSpec(
       v1::BOOKING_PLACEMENT, req.rack_id(), req.device_id(), req.side(), req.unit(), req.reason());
-  return Create(p, spec, Rpc::kPlaceDevice, req, req.request_id(), out, replayed);
+  if (req.reservation_id().empty()) {
+    return Create(p, spec, Rpc::kPlaceDevice, req, req.request_id(), out, replayed);
+  }
+  // Out of a unit reservation: its units become the placement (booking_store.h says how).
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kPlaceDevice, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        absl::StatusOr<v1::Booking> booking = PromoteReservation(tx, p, req.reservation_id(), spec);
+        if (!booking.ok()) return booking.status();
+        *out = *std::move(booking);
+        return absl::OkStatus();
+      });
 }
 
 absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req,

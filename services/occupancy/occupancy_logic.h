@@ -53,6 +53,16 @@ class OccupancyLogic {
   absl::Status ReleaseBooking(const Principal& p, const v1::ReleaseBookingRequest& req,
                               v1::Booking* out, bool* replayed = nullptr);
 
+  // Deliveries (delivery_logic.cc). A read: the site's racks and the named devices in one
+  // snapshot, planned by the pure planner (delivery_plan.h).
+  absl::Status PlanDelivery(const Principal& p, const v1::PlanDeliveryRequest& req,
+                            v1::DeliveryPlan* out);
+  // One unit reservation per planned item, all in one transaction or none: a plan_request is
+  // planned again inside it (refused NO_CAPACITY when an item fits nowhere); planned items are
+  // reserved as given. Units booked since the plan: UNIT_OCCUPIED naming every colliding unit.
+  absl::Status ReserveDelivery(const Principal& p, const v1::ReserveDeliveryRequest& req,
+                               v1::DeliveryReservation* out, bool* replayed = nullptr);
+
  private:
   // The one booking write of PlaceDevice, BlockUnits and ReserveUnits, under `request`'s id.
   absl::Status Create(const Principal& p, const BookingSpec& spec, Rpc rpc,

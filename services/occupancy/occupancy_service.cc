@@ -53,4 +53,19 @@ grpc::Status OccupancyServiceImpl::ReleaseBooking(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status OccupancyServiceImpl::PlanDelivery(grpc::ServerContext* ctx,
+                                                const v1::PlanDeliveryRequest* req,
+                                                v1::DeliveryPlan* resp) {
+  return gate_.Run(ctx, Rpc::kPlanDelivery, *req,
+                   [&](const Principal& p) { return logic_.PlanDelivery(p, *req, resp); });
+}
+
+grpc::Status OccupancyServiceImpl::ReserveDelivery(grpc::ServerContext* ctx,
+                                                   const v1::ReserveDeliveryRequest* req,
+                                                   v1::DeliveryReservation* resp) {
+  return gate_.RunWrite(ctx, Rpc::kReserveDelivery, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.ReserveDelivery(p, *req, resp, replayed);
+  });
+}
+
 }  // namespace dcl::occupancy

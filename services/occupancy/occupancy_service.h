@@ -29,6 +29,10 @@ class OccupancyServiceImpl final : public v1::OccupancyService::Service {
                             v1::Booking* resp) override;
   grpc::Status ReleaseBooking(grpc::ServerContext* ctx, const v1::ReleaseBookingRequest* req,
                               v1::Booking* resp) override;
+  grpc::Status PlanDelivery(grpc::ServerContext* ctx, const v1::PlanDeliveryRequest* req,
+                            v1::DeliveryPlan* resp) override;
+  grpc::Status ReserveDelivery(grpc::ServerContext* ctx, const v1::ReserveDeliveryRequest* req,
+                               v1::DeliveryReservation* resp) override;
 
  private:
   RpcGate& gate_;

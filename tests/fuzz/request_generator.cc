@@ -71,7 +71,9 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
       {"dcl.v1.OccupancyService.PlaceDevice",
        {R"(request_id: "{key}"
            rack_id: "{rack:site1}" device_id: "{device:unplaced}" side: {side} unit: {unit})",
-        R"(rack_id: "{rack}" device_id: "{device}" side: {side} unit: {unit} reason: "racked")"}},
+        R"(rack_id: "{rack}" device_id: "{device}" side: {side} unit: {unit} reason: "racked")",
+        R"(request_id: "{key}" rack_id: "{rack:site1}" device_id: "{device:unplaced}" side: {side}
+           unit: {unit} reservation_id: "{booking:reservation}")"}},
       {"dcl.v1.OccupancyService.BlockUnits",
        {R"(request_id: "{key}" rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
            last_unit: {unit+} reason: "cabling")",
@@ -85,6 +87,19 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
       {"dcl.v1.OccupancyService.ReleaseBooking",
        {R"(request_id: "{key}" booking_id: "{booking:active}" reason: "done")",
         R"(booking_id: "{booking}")"}},
+      {"dcl.v1.OccupancyService.PlanDelivery",
+       {R"(site_id: "{site}" items { device_id: "{device:unplaced}" }
+           items { spec { height_units: {int:1..4} depth_class: {enum:dcl.v1.DepthClass}
+                          power_draw_watts: {int:0..900} count: {int:0..3} label: "srv" } }
+           constraints { keep_together: {bool} side: {side} power_headroom_watts: {int:0..500} })",
+        R"(site_id: "{site}" items { spec { height_units: {int:1..4} depth_class: DEPTH_HALF } }
+           constraints { rack_ids: "{rack}" max_per_rack: {int:0..3} })"}},
+      {"dcl.v1.OccupancyService.ReserveDelivery",
+       {R"(request_id: "{key}" ttl_seconds: {int:0..86400} reason: "delivery"
+           plan_request { site_id: "{site}" items { device_id: "{device:unplaced}" }
+             items { spec { height_units: {int:1..2} depth_class: DEPTH_HALF count: {int:0..2} } } })",
+        R"(planned { items { rack_id: "{rack}" name: "x" side: {side} unit: {unit}
+                             slots { side: {side} unit: {unit} } } })"}},
       {"dcl.v1.MoveService.StartMove",
        {R"(request_id: "{key}" device_id: "{device:placed}" destination_rack_id: "{rack:site1}"
            destination_side: {side} destination_unit: {unit} as_draft: {bool} note: "fuzz")",

@@ -211,6 +211,21 @@ std::map<Rpc, Call> Calls() {
     return Unary<v1::ReleaseBookingRequest, v1::Booking>(*s.occupancy, &OS::ReleaseBooking, t,
                                                          r);
   };
+  calls[Rpc::kPlanDelivery] = [](Suite& s, const std::string& t, const Ids& ids) {
+    v1::PlanDeliveryRequest r;
+    r.set_site_id(ids.site);
+    r.add_items()->set_device_id(ids.device_to_move);
+    return Unary<v1::PlanDeliveryRequest, v1::DeliveryPlan>(*s.occupancy, &OS::PlanDelivery, t,
+                                                            r);
+  };
+  calls[Rpc::kReserveDelivery] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::ReserveDeliveryRequest r;
+    r.set_request_id(request_id);
+    r.mutable_plan_request()->set_site_id(ids.site);
+    r.mutable_plan_request()->add_items()->set_device_id(ids.device_to_move);
+    return Unary<v1::ReserveDeliveryRequest, v1::DeliveryReservation>(
+        *s.occupancy, &OS::ReserveDelivery, t, r);
+  };
   calls[Rpc::kStartMove] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::StartMoveRequest r;
     r.set_request_id(request_id);

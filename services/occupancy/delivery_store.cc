@@ -1,0 +1,151 @@
+#include "services/occupancy/delivery_store.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "services/common/db.h"
+#include "services/common/status.h"
+
+namespace dcl::occupancy {
+namespace {
+
+std::optional<int64_t> OptionalInt(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<int64_t>();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_base& tx,
+                                                            const std::string& org_id,
+                                                            const std::string& site_id) {
+  if (ExecCached(tx, "SELECT 1 FROM sites WHERE id = $1::uuid AND org_id = $2::uuid", site_id,
+                 org_id)
+          .empty()) {
+    return NotFound("site", site_id);
+  }
+  std::vector<DeliveryRack> racks;
+  std::map<std::string, size_t> index;
+  for (const auto& row : ExecCached(
+           tx,
+           "SELECT id::text, name, first_unit, unit_count, numbering, has_rear, "
+           "power_budget_watts, weight_budget_kg FROM racks "
+           "WHERE site_id = $1::uuid AND org_id = $2::uuid ORDER BY name, id",
+           site_id, org_id)) {
+    DeliveryRack r;
+    r.id = row[0].as<std::string>();
+    r.name = row[1].as<std::string>();
+    r.geometry.first_unit = row[2].as<int>();
+    r.geometry.unit_count = row[3].as<int>();
+    r.geometry.descending = row[4].as<std::string>() == "descending";
+    r.geometry.has_rear = row[5].as<bool>();
+    r.power_budget_watts = OptionalInt(row[6]);
+    r.weight_budget_kg = OptionalInt(row[7]);
+    index[r.id] = racks.size();
+    racks.push_back(std::move(r));
+  }
+  // Every active slot of the site's racks, one row per slot.
+  for (const auto& row : ExecCached(
+           tx,
+           "SELECT s.rack_id::text, s.side, s.unit FROM booking_slots s "
+           "JOIN racks r ON r.id = s.rack_id "
+           "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND s.released_at IS NULL",
+           site_id, org_id)) {
+    auto it = index.find(row[0].as<std::string>());
+    if (it == index.end()) continue;
+    racks[it->second].occupied.push_back(
+        {ParseSide(row[1].as<std::string>()), row[2].as<int>()});
+  }
+  // Every active booking with its device's figures, placements first (a device with a
+  // placement and a move hold in one rack is counted once, by its placement).
+  std::map<std::string, std::set<std::string>> counted;
+  for (const auto& row : ExecCached(
+           tx,
+           "SELECT b.rack_id::text, b.id::text, b.kind, coalesce(b.device_id::text, ''), "
+           "d.power_draw_watts, d.weight_kg FROM bookings b JOIN racks r ON r.id = b.rack_id "
+           "LEFT JOIN devices d ON d.id = b.device_id "
+           "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND b.released_at IS NULL "
+           "ORDER BY b.rack_id, b.kind <> 'placement', b.created_at, b.id",
+           site_id, org_id)) {
+    auto it = index.find(row[0].as<std::string>());
+    if (it == index.end()) continue;
+    DeliveryRack& r = racks[it->second];
+    const std::string booking = row[1].as<std::string>();
+    const std::string kind = row[2].as<std::string>();
+    const std::string device = row[3].as<std::string>();
+    if (device.empty()) {
+      if (kind == "blocking") continue;  // holds no device: adds nothing
+      const std::string name =
+          absl::StrCat(kind == "reservation" ? "reservation " : "move hold ", booking,
+                       " (no device named)");
+      r.power.push_back({name, std::nullopt});
+      r.weight.push_back({name, std::nullopt});
+      continue;
+    }
+    if (!counted[r.id].insert(device).second) continue;
+    const std::string name = absl::StrCat("device ", device);
+    r.power.push_back({name, OptionalInt(row[4])});
+    r.weight.push_back({name, OptionalInt(row[5])});
+  }
+  return racks;
+}
+
+absl::StatusOr<std::vector<DeliveryItem>> LoadDeliveryDevices(
+    pqxx::transaction_base& tx, const std::string& org_id, const std::string& site_id,
+    const std::vector<std::string>& device_ids) {
+  std::vector<DeliveryItem> items;
+  if (device_ids.empty()) return items;
+  std::set<std::string> seen;
+  std::vector<std::optional<std::string>> ids;
+  for (const std::string& id : device_ids) {
+    if (!seen.insert(id).second) {
+      return InvalidInput("items", absl::StrCat("device ", id, " is named twice"));
+    }
+    ids.emplace_back(id);
+  }
+  std::map<std::string, pqxx::row> rows;
+  pqxx::result r = tx.exec_params(
+      "SELECT d.id::text, d.site_id::text, d.height_units, d.depth_class, d.power_draw_watts, "
+      "d.weight_kg, d.decommissioned_at IS NOT NULL, EXISTS (SELECT 1 FROM bookings b "
+      "WHERE b.device_id = d.id AND b.kind = 'placement' AND b.released_at IS NULL) "
+      "FROM devices d WHERE d.id = ANY($1::uuid[]) AND d.org_id = $2::uuid",
+      TextArrayLiteral(ids), org_id);
+  for (const auto& row : r) rows.emplace(row[0].as<std::string>(), row);
+  for (const std::string& id : device_ids) {
+    auto it = rows.find(id);
+    if (it == rows.end()) return NotFound("device", id);
+    const pqxx::row& row = it->second;
+    if (row[1].as<std::string>() != site_id) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+                   absl::StrCat("device ", id, " is registered at another site"))
+          .Meta("device_id", id)
+          .status();
+    }
+    if (row[6].as<bool>()) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_DECOMMISSIONED,
+                   absl::StrCat("device ", id, " is decommissioned"))
+          .Meta("device_id", id)
+          .status();
+    }
+    if (row[7].as<bool>()) {
+      return Error(absl::StatusCode::kFailedPrecondition, v1::DEVICE_ALREADY_PLACED,
+                   absl::StrCat("device ", id, " is already placed"))
+          .Meta("device_id", id)
+          .status();
+    }
+    DeliveryItem item;
+    item.name = id;
+    item.device_id = id;
+    item.height = row[2].as<int>();
+    item.depth = ParseDepth(row[3].as<std::string>());
+    item.power_watts = OptionalInt(row[4]);
+    item.weight_kg = OptionalInt(row[5]);
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+}  // namespace dcl::occupancy
