@@ -6,6 +6,8 @@
 # (enveloped messages, then the end-of-stream message).
 set -euo pipefail
 . "$(dirname "$0")/suite.sh"
+# One WatchMove stream per organization, so that the limit's refusal can be shown.
+export DCL_SUITE_MOVES_FLAGS=--max_watch_streams_per_org=1
 start_suite
 
 failures=0
@@ -90,12 +92,30 @@ check "  with dcl-replay: true" header_is dcl-replay true
 
 call "$HTTP_URL" "$op" dcl.v1.OccupancyService/PlaceDevice \
   '{"rackId":"'"$rack"'","deviceId":"'"$DCL_DEMO_DEVICE_HP_0002"'","side":"SIDE_FRONT","unit":10}'
-check "a second server onto U10: refused with UNIT_OCCUPIED" reason_is UNIT_OCCUPIED
+check "a second server onto U10: 400 failed_precondition" status_is 400
+check "  code failed_precondition" field_is code failed_precondition
+check "  reason UNIT_OCCUPIED" reason_is UNIT_OCCUPIED
 check "  naming the colliding front unit 10" field_is details.1.debug.collidingSlots.0.unit 10
 call "$HTTP_URL" "$op" dcl.v1.OccupancyService/PlanBooking \
   '{"booking":{"rackId":"'"$rack"'","kind":"BOOKING_PLACEMENT","deviceId":"'"$DCL_DEMO_DEVICE_HP_0002"'","side":"SIDE_FRONT","firstUnit":9}}'
 check "PlanBooking answers 200 with ok=false" status_is 200
 check "  and the rejection names front U9 first" field_is rejection.collidingSlots.0.unit 9
+
+call "$HTTP_URL" "$op" dcl.v1.OccupancyService/PlaceDevice \
+  '{"rackId":"'"$rack"'","deviceId":"'"$DCL_DEMO_DEVICE_HP_0001"'","side":"SIDE_FRONT","unit":12,"requestId":"curl-place-1"}'
+check "a request id again with other parameters: 400 REQUEST_ID_REUSED" status_is 400
+check "  reason REQUEST_ID_REUSED" reason_is REQUEST_ID_REUSED
+call "$HTTP_URL" "$op" dcl.v1.InventoryService/CreateSite '{"name":"FRA1"}'
+check "a site name that exists: 409 already_exists" status_is 409
+check "  reason ALREADY_EXISTS" reason_is ALREADY_EXISTS
+call "$HTTP_URL" "$TOKEN_commerce" dcl.v1.ReservationService/Reserve \
+  '{"idempotencyKey":"curl-none","criteria":{"siteId":"'"$DCL_DEMO_SITE_FRA1"'","vendor":"Nobody"}}'
+check "nothing eligible: 400 failed_precondition NO_CAPACITY" status_is 400
+check "  reason NO_CAPACITY" reason_is NO_CAPACITY
+DCL_DATABASE_URL="$SUITE_OWNER_URL" "$(bin services/admin/dclctl)" module disable --org demo >/dev/null
+call "$HTTP_URL" "$op" dcl.v1.InventoryService/ListSites '{}'
+check "the module switched off for the organization: 400 MODULE_DISABLED" reason_is MODULE_DISABLED
+DCL_DATABASE_URL="$SUITE_OWNER_URL" "$(bin services/admin/dclctl)" module enable --org demo >/dev/null
 
 call "$HTTP_URL" "$op" dcl.v1.InventoryService/ListDevices '{"pageSize": 100000}'
 check "AIP-158: page_size above the maximum is coerced, 200" status_is 200
@@ -167,10 +187,60 @@ frames >"$suite_dir/frames"
 check "a watch with Connect-Timeout-Ms 1500 streams the planning" grep -q '^0 .*MOVE_PLANNED' "$suite_dir/frames"
 check "  and ends with deadline_exceeded in the end-of-stream message" \
   grep -q '^2 {"error":{"code":"deadline_exceeded"' "$suite_dir/frames"
+call "$HTTP_URL" "$op" dcl.v1.MoveService/AdvanceMove '{"moveId":"'"$move"'","target":"MOVE_APPROVED"}'
+check "advancing a cancelled move: 400 INVALID_TRANSITION" reason_is INVALID_TRANSITION
+
+# The stream limit (one per organization here): a second watch while one runs is refused
+# with resource_exhausted / LIMIT_REACHED in its end-of-stream message.
+python3 -c 'import json,struct,sys; m=json.dumps({"moveId":sys.argv[1]}).encode(); sys.stdout.buffer.write(struct.pack(">BI",0,len(m))+m)' "$open_move" >"$suite_dir/first-watch"
+curl -sS -N -o "$suite_dir/first-stream" -X POST "$HTTP_URL/dcl.v1.MoveService/WatchMove" \
+  -H "Authorization: Bearer $op" -H 'Content-Type: application/connect+json' \
+  -H 'Connect-Timeout-Ms: 8000' --data-binary @"$suite_dir/first-watch" &
+first_watch=$!
+for _ in $(seq 1 100); do [ -s "$suite_dir/first-stream" ] && break; sleep 0.1; done
+watch "$HTTP_URL" "$open_move" 3000
+frames >"$suite_dir/frames"
+check "a second watch beyond the organization's limit: resource_exhausted at the end" \
+  grep -q '^2 {"error":{"code":"resource_exhausted"' "$suite_dir/frames"
+check "  reason LIMIT_REACHED" grep -q 'LIMIT_REACHED' "$suite_dir/frames"
+wait "$first_watch" || true
+
 watch "$HTTP_URL" "00000000-0000-0000-0000-000000000000" 5000
 frames >"$suite_dir/frames"
 check "a watch of an unknown move: HTTP 200, not_found in the end-of-stream message" \
   grep -q '^2 {"error":{"code":"not_found"' "$suite_dir/frames"
+
+# A lost race: six Reserve calls with one idempotency key at once. One reservation results;
+# a call that lost its insert race is ABORTED / CONTENDED (409), one that came later replays.
+racers=()
+for i in 1 2 3 4 5 6; do
+  curl -sS -o "$suite_dir/race-$i" -w '%{http_code}' -X POST \
+    "$HTTP_RESERVATION_URL/dcl.v1.ReservationService/Reserve" -H "Authorization: Bearer $TOKEN_commerce" \
+    -H 'Content-Type: application/json' \
+    -d '{"idempotencyKey":"curl-race","criteria":{"siteId":"'"$DCL_DEMO_SITE_FRA1"'"}}' >"$suite_dir/race-$i.status" &
+  racers+=($!)
+done
+wait "${racers[@]}"
+race_ok=1
+for i in 1 2 3 4 5 6; do
+  code=$(cat "$suite_dir/race-$i.status")
+  if [ "$code" = 409 ]; then
+    cp "$suite_dir/race-$i" "$suite_dir/body"
+    [ "$(body_field code)" = aborted ] && [ "$(info_reason)" = CONTENDED ] || race_ok=0
+  elif [ "$code" != 200 ]; then
+    race_ok=0
+  fi
+done
+check "six Reserves with one key: each 200, or 409 aborted CONTENDED ($(grep -l 409 "$suite_dir"/race-*.status | wc -l) lost)" [ "$race_ok" = 1 ]
+call "$HTTP_URL" "$TOKEN_commerce" dcl.v1.ReservationService/ListReservations '{"state":"RESERVATION_HELD"}'
+check "  one reservation held for the key" [ "$(grep -o '"idempotencyKey":"curl-race"' "$suite_dir/body" | wc -l)" = 1 ]
+
+# The reservation server gone: the relay answers 503 unavailable.
+kill -TERM "${suite_pids[0]}"
+wait "${suite_pids[0]}" 2>/dev/null || true
+call "$HTTP_URL" "$TOKEN_commerce" dcl.v1.ReservationService/ListReservations '{}'
+check "a relayed service that is down: 503 unavailable" status_is 503
+check "  code unavailable" field_is code unavailable
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures check(s) failed; server logs in $suite_dir" >&2

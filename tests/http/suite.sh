@@ -5,7 +5,9 @@
 # (deploy/local/demo.inventory, ids in $suite_dir/demo.env). Everything is stopped and the
 # database dropped on exit.
 #   start_suite [console_dir]      sets HTTP_URL, HTTP_RESERVATION_URL, HTTP_MOVES_URL,
-#                                  TOKEN_<role>, DCL_DEMO_* and suite_dir
+#                                  TOKEN_<role>, DCL_DEMO_*, SUITE_OWNER_URL, suite_dir and
+#                                  suite_pids (reservation, moves, occupancy)
+# DCL_SUITE_MOVES_FLAGS: extra flags of the moves server (e.g. its stream limits).
 set -euo pipefail
 
 runfiles=${RUNFILES_DIR:-$PWD/..}/${TEST_WORKSPACE:-__main__}
@@ -45,6 +47,7 @@ start_suite() {
   $psql "$DCL_TEST_CONNINFO dbname=postgres" -qc \
     "CREATE DATABASE $suite_db TEMPLATE ${DCL_TEST_TEMPLATE:-dcl_template}" >/dev/null
   local owner_url="$DCL_TEST_CONNINFO dbname=$suite_db"
+  export SUITE_OWNER_URL="$owner_url"
   local service_url
   service_url="$(echo "$DCL_TEST_CONNINFO" | sed 's/user=[^ ]*//') user=${DCL_TEST_SERVICE_ROLE:-dcl_service} dbname=$suite_db"
   local dclctl
@@ -68,7 +71,7 @@ start_suite() {
   suite_pids+=($!)
   "$(bin services/moves/moves_server)" --listen=127.0.0.1:${ports[2]} \
     --http_listen=127.0.0.1:${ports[5]} --database_url="$service_url" \
-    >"$suite_dir/moves.log" 2>&1 &
+    ${DCL_SUITE_MOVES_FLAGS:-} >"$suite_dir/moves.log" 2>&1 &
   suite_pids+=($!)
   "$(bin services/occupancy/occupancy_server)" --listen=127.0.0.1:${ports[1]} \
     --http_listen=127.0.0.1:${ports[4]} ${console_dir:+--console_dir="$console_dir"} \
