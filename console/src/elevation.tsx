@@ -26,6 +26,7 @@ export interface BookingRun {
   bookingId: string;
   kind: BookingKind;
   deviceId: string;
+  reason: string;
   side: Side;
   low: number;
   high: number;
@@ -49,7 +50,7 @@ export function bookingRuns(rack: Rack): BookingRun[] {
       run.low = Math.min(run.low, o.slot!.unit);
       run.high = Math.max(run.high, o.slot!.unit);
     } else {
-      runs.set(key, { bookingId: o.bookingId, kind: o.kind, deviceId: o.deviceId, side, low: o.slot!.unit, high: o.slot!.unit });
+      runs.set(key, { bookingId: o.bookingId, kind: o.kind, deviceId: o.deviceId, reason: o.reason, side, low: o.slot!.unit, high: o.slot!.unit });
     }
   }
   return [...runs.values()];
@@ -90,12 +91,13 @@ function Face(props: Props & { side: Side }) {
   const occupied = new Set(rack.occupied.filter((o) => o.slot!.side === side).map((o) => o.slot!.unit));
   const faceName = side === Side.FRONT ? "Front" : "Rear";
   const runs = bookingRuns(rack).filter((r) => r.side === side);
+  const collides = new Set(props.colliding.filter((s) => s.side === side).map((s) => s.unit));
   return (
     <section class="face" aria-label={`${faceName} of ${rack.name}`}>
       <h3>{faceName}</h3>
       <div class="units" style={{ gridTemplateRows: `repeat(${units.length}, var(--unit-height))` }}>
         {units.map((unit) => (
-          <span class="unit-number" style={{ gridRow: `${row(unit)}` }} aria-hidden="true" key={`n${unit}`}>
+          <span class={`unit-number${collides.has(unit) ? " collides" : ""}`} style={{ gridRow: `${row(unit)}` }} aria-hidden="true" key={`n${unit}`}>
             {unit}
           </span>
         ))}
@@ -120,6 +122,7 @@ function Face(props: Props & { side: Side }) {
           const units = run.low === run.high ? `U${run.low}` : `U${run.low}–U${run.high}`;
           const subject = run.deviceId ? props.deviceLabel(run.deviceId) : "";
           const name = `${faceName} ${units}: ${kindName[run.kind]}${subject ? ` ${subject}` : ""}`;
+          const why = run.reason ? ` · ${run.reason}` : "";
           return (
             <button
               type="button"
@@ -127,11 +130,12 @@ function Face(props: Props & { side: Side }) {
               class={`booking kind-${run.kind}${props.selectedBooking === run.bookingId ? " selected" : ""}`}
               style={{ gridRow: `${top} / span ${span}`, background: kindFill[run.kind] }}
               aria-label={name}
-              title={`${name} · booking ${run.bookingId}`}
+              title={`${name}${why} · booking ${run.bookingId}`}
               onClick={() => props.onBooking(run.bookingId)}
             >
               {kindName[run.kind]}
               {subject ? ` · ${subject}` : ""}
+              {why}
             </button>
           );
         })}
@@ -150,18 +154,32 @@ function Face(props: Props & { side: Side }) {
           .filter((s) => s.side === side && units.includes(s.unit))
           .map((s) => (
             <span
-              class="mark collision"
+              class="mark collision-unit"
               key={`c${s.unit}`}
               data-collision={slotKey(side, s.unit)}
               style={{ gridRow: `${row(s.unit)}` }}
               title={`${faceName} U${s.unit} is taken`}
-            >
-              <span>taken</span>
-            </span>
+            />
           ))}
+        {collidingRuns(props.colliding.filter((s) => s.side === side && units.includes(s.unit)).map((s) => row(s.unit))).map(([top, span]) => (
+          <span class="mark collision" key={`r${top}`} aria-hidden="true" style={{ gridRow: `${top} / span ${span}` }} />
+        ))}
       </div>
     </section>
   );
+}
+
+// Contiguous runs of grid rows, as [first row, number of rows]: one outline per run, so that no
+// line crosses the label of the booking that took the units.
+function collidingRuns(rows: number[]): [number, number][] {
+  const sorted = [...new Set(rows)].sort((a, b) => a - b);
+  const runs: [number, number][] = [];
+  for (const r of sorted) {
+    const last = runs[runs.length - 1];
+    if (last && last[0] + last[1] === r) last[1] += 1;
+    else runs.push([r, 1]);
+  }
+  return runs;
 }
 
 function Legend() {

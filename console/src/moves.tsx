@@ -39,6 +39,7 @@ const maxWatches = 3;
 export function MovesBoard({ api }: { api: Api }) {
   const [moves, setMoves] = useState<Move[]>([]);
   const [devices, setDevices] = useState(new Map<string, Device>());
+  const [racks, setRacks] = useState(new Map<string, string>());
   const [error, setError] = useState<Refusal | null>(null);
   const [history, setHistory] = useState<{ device: string; records: LocationRecord[] } | null>(null);
   const watches = useRef(new Map<string, AbortController>());
@@ -55,6 +56,7 @@ export function MovesBoard({ api }: { api: Api }) {
   useEffect(() => {
     void load();
     void api.inventory.listDevices({ pageSize: 500 }).then((r) => setDevices(new Map(r.devices.map((d) => [d.id, d]))), () => undefined);
+    void api.inventory.listRacks({ pageSize: 500 }).then((r) => setRacks(new Map(r.racks.map((k) => [k.id, k.name]))), () => undefined);
     return () => watches.current.forEach((c) => c.abort());
   }, []);
 
@@ -139,7 +141,7 @@ export function MovesBoard({ api }: { api: Api }) {
                 <article class="move" key={m.id} data-move={m.id} aria-label={`Move of ${label(m.deviceId)}`}>
                   <p class="move-title">{label(m.deviceId)}</p>
                   <p class="small">
-                    to {sideName(m.destinationSide)} U{m.destinationUnit}
+                    to {racks.get(m.destinationRackId) ?? "rack"} {sideName(m.destinationSide)} U{m.destinationUnit}
                   </p>
                   <div class="buttons">
                     {m.allowedTargets.map((t) => (

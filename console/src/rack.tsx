@@ -307,6 +307,7 @@ function BookingDetails(props: {
         ))}
       </ul>
       {run.deviceId && <p>Device: {props.label(run.deviceId)}</p>}
+      {run.reason && <p>Reason: {run.reason}</p>}
       <p class="small">Booking {run.bookingId}</p>
       {!props.readOnly && run.kind !== BookingKind.BOOKING_MOVE_HOLD && (
         <form

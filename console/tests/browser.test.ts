@@ -213,6 +213,7 @@ test("every operator page passes axe-core and works at 768 pixels and by keyboar
   await page.getByRole("button", { name: "Block", exact: true }).press("Enter");
   await page.getByRole("status").filter({ hasText: "Blocked U5" }).waitFor();
   await page.getByRole("button", { name: /^Front U5: blocking/ }).click();
+  await page.getByRole("region", { name: "Booking" }).getByText("Reason: PDU swap").waitFor();
   await page.getByLabel("Reason for the release").fill("done");
   await page.getByRole("button", { name: "Release" }).click();
   await page.getByRole("button", { name: "Front U5 free" }).waitFor();

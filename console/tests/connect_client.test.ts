@@ -119,6 +119,8 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   mark("OccupancyService/GetRackCapacity");
   const block = await operator.occupancy.blockUnits({ rackId: rack.id, bothSides: true, firstUnit: 40, lastUnit: 41, reason: "PDU", requestId: `block-${unique}` });
   assert.equal(block.kind, BookingKind.BOOKING_BLOCKING);
+  const blocked = (await operator.occupancy.getRack({ rackId: rack.id })).occupied.filter((s) => s.bookingId === block.id);
+  assert.deepEqual(blocked.map((s) => s.reason), ["PDU", "PDU", "PDU", "PDU"], "the elevation carries each booking's reason");
   mark("OccupancyService/BlockUnits");
   const held = await operator.occupancy.reserveUnits({ rackId: rack.id, side: Side.FRONT, firstUnit: 35, lastUnit: 36, reason: "order 42", requestId: `hold-${unique}` });
   assert.equal(held.kind, BookingKind.BOOKING_RESERVATION);
