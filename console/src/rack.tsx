@@ -24,9 +24,10 @@ export function RackView({ api, rackId, readOnly }: { api: Api; rackId: string; 
 
   const reload = async () => {
     try {
-      const r = await api.occupancy.getRack({ rackId });
+      // Both read before either is shown, so the elevation and the capacity never disagree.
+      const [r, c] = await Promise.all([api.occupancy.getRack({ rackId }), api.occupancy.getRackCapacity({ rackId })]);
       setRack(r);
-      setCapacity(await api.occupancy.getRackCapacity({ rackId }));
+      setCapacity(c);
       return r;
     } catch (e) {
       setLoadError(refusalOf(e));
@@ -51,19 +52,20 @@ export function RackView({ api, rackId, readOnly }: { api: Api; rackId: string; 
   if (loadError) return <p role="alert" class="error">{loadError.message}</p>;
   if (!rack) return <p>Loading the rack…</p>;
   const g = rack.geometry!;
+  // The outcome is shown together with the rack as the server has it now.
   const after = async (message: string) => {
+    await reload();
     setRefusal(null);
     setPreview([]);
     setForm(null);
     setNotice(message);
-    await reload();
   };
   const refused = async (e: unknown) => {
     const r = refusalOf(e);
+    await reload();
     setRefusal(r);
     setPreview([]);
     setNotice("");
-    await reload();
   };
   const selectedRun = bookingRuns(rack).filter((r) => r.bookingId === selected);
 
