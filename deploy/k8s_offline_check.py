@@ -139,8 +139,8 @@ def check_rules(docs):
         if deployment["spec"].get("replicas", 1) < 2:
             fail(deployment, "fewer than 2 replicas")
         c = pod_spec(deployment)["containers"][0]
-        if [p["containerPort"] for p in c.get("ports", []) if p.get("name") != "metrics"] \
-                != [port]:
+        if [p["containerPort"] for p in c.get("ports", [])
+                if p.get("name") not in ("metrics", "http")] != [port]:
             fail(deployment, f"container port is not {port}")
         if f"--listen=0.0.0.0:{port}" not in c.get("args", []):
             fail(deployment, f"does not listen on 0.0.0.0:{port}")
@@ -196,6 +196,33 @@ def check_rules(docs):
                            for p in rule.get("ports", []))
                    for n in by_kind.get("NetworkPolicy", [])):
             fail(deployment, f"no NetworkPolicy admits its metrics port {metrics_port}")
+
+    # HTTP/JSON (the Connect protocol, and the console): a Deployment whose binary serves it
+    # names the port "http", its Service exposes it, and a NetworkPolicy admits it.
+    for deployment in deployments:
+        c = pod_spec(deployment)["containers"][0]
+        listen = [a.split("=", 1)[1] for a in c.get("args", [])
+                  if a.startswith("--http_listen=")]
+        if not listen:
+            continue
+        http_port = int(listen[0].rsplit(":", 1)[1])
+        if not listen[0].startswith("0.0.0.0:"):
+            fail(deployment, "HTTP listens on an address other than 0.0.0.0: unreachable")
+        if [p["containerPort"] for p in c.get("ports", []) if p.get("name") == "http"] \
+                != [http_port]:
+            fail(deployment, f"no container port named http on {http_port}")
+        template_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        if not any(matches(s["spec"]["selector"], template_labels)
+                   and any(p.get("name") == "http" and p.get("port") == http_port
+                           for p in s["spec"].get("ports", []))
+                   for s in by_kind.get("Service", [])):
+            fail(deployment, f"no Service exposes its HTTP port {http_port} (named http)")
+        if not any(matches(n["spec"]["podSelector"].get("matchLabels"), template_labels)
+                   and any(p.get("port") == http_port
+                           for rule in n["spec"].get("ingress", [])
+                           for p in rule.get("ports", []))
+                   for n in by_kind.get("NetworkPolicy", [])):
+            fail(deployment, f"no NetworkPolicy admits its HTTP port {http_port}")
 
     for kind in ("Cluster", "Pooler", "Job"):
         if not by_kind.get(kind):

@@ -33,6 +33,8 @@ std::vector<std::string> FlagsOf(SharedFlags group) {
               "shutdown_grace_seconds"};
     case SharedFlags::kMetrics:
       return {"metrics_listen"};
+    case SharedFlags::kHttp:
+      return {"http_listen", "http_upstream", "console_dir", "http_cors_origins", "http_threads"};
   }
   return {};
 }

@@ -24,6 +24,7 @@ enum class SharedFlags {
   kLogFormat,     // --log_format
   kServer,        // --listen, --tls_*, --reflection, --max_receive_message_bytes, shutdown grace
   kMetrics,       // --metrics_listen
+  kHttp,          // --http_listen, --http_upstream, --console_dir, --http_cors_origins, ...
 };
 
 struct ProgramInfo {

@@ -42,9 +42,10 @@ struct Page {
   std::vector<PageCursor> cursors;
 };
 
-// The number of rows a page holds: 50 for 0 (unset), at most kMaxPageSize. The gate has
-// refused sizes outside 0..kMaxPageSize already (kIntegerRanges); the clamp keeps direct callers
-// of the logic safe too.
+// The number of rows a page holds: 50 for 0 (unset), a larger request coerced to kMaxPageSize
+// (AIP-158: a client asking for more gets the most the server gives, and next_page_token says
+// that more follows). The gate has refused negative sizes already (kIntegerRanges); treating
+// them as unset keeps direct callers of the logic safe too.
 int PageSize(int64_t requested);
 
 // The client's opaque token: "<key>.<id>", or "<key>" for a kSerialId cursor.

@@ -169,6 +169,12 @@ absl::StatusOr<std::unique_ptr<ServerRuntime>> ServerRuntime::Start(
   return runtime;
 }
 
+std::shared_ptr<grpc::Channel> ServerRuntime::InProcessChannel() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(config_.max_receive_message_bytes);
+  return server_->InProcessChannel(args);
+}
+
 void ServerRuntime::ProbeDatabase() {
   const bool serving = pool_ == nullptr || pool_->Ping().ok();
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();

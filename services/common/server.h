@@ -47,6 +47,10 @@ class ServerRuntime {
 
   int port() const { return port_; }
 
+  // A channel to this server inside the process (the HTTP listener's way in): calls on it pass
+  // through the same interceptors, services and gate as calls from the network.
+  std::shared_ptr<grpc::Channel> InProcessChannel();
+
   // Health turns NOT_SERVING, new calls are refused, in-flight calls get up to shutdown_grace
   // to finish (then are cancelled), and the pool is closed. Idempotent.
   void Shutdown();

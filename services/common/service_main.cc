@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "services/common/logging.h"
 
 ABSL_FLAG(std::string, database_url, "",
@@ -30,6 +32,22 @@ ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long in-flight calls may finish 
 ABSL_FLAG(std::string, metrics_listen, "",
           "IPV4_ADDRESS:PORT to serve Prometheus metrics on (GET /metrics; port 0 = any free "
           "port, logged); empty = no metrics endpoint");
+
+ABSL_FLAG(std::string, http_listen, "",
+          "IPV4_ADDRESS:PORT to serve every RPC over HTTP/JSON by the Connect protocol and the "
+          "console on (port 0 = any free port, logged); empty = no HTTP (default: "
+          "$DCL_HTTP_LISTEN)");
+ABSL_FLAG(std::string, http_upstream, "",
+          "services the HTTP listener forwards to another server's gRPC port (plaintext), "
+          "comma-separated SERVICE=HOST:PORT, e.g. dcl.v1.MoveService=127.0.0.1:50053 "
+          "(default: $DCL_HTTP_UPSTREAM)");
+ABSL_FLAG(std::string, console_dir, "",
+          "the console's built files, served by the HTTP listener; empty = none (default: "
+          "$DCL_CONSOLE_DIR)");
+ABSL_FLAG(std::string, http_cors_origins, "",
+          "comma-separated origins allowed to call the HTTP API cross-origin; empty = none");
+ABSL_FLAG(int, http_threads, 16,
+          "HTTP worker threads; each open WatchMove stream over HTTP holds one");
 
 namespace dcl {
 
@@ -75,7 +93,7 @@ absl::StatusOr<std::string> DatabaseUrlFromFlags() {
 
 std::vector<SharedFlags> ServerSharedFlags() {
   return {SharedFlags::kDatabaseUrl, SharedFlags::kDatabasePool, SharedFlags::kLogFormat,
-          SharedFlags::kServer, SharedFlags::kMetrics};
+          SharedFlags::kServer, SharedFlags::kMetrics, SharedFlags::kHttp};
 }
 
 ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen) {
@@ -99,6 +117,40 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags() {
   if (listen.empty()) return std::unique_ptr<MetricsHttpServer>();
   absl::StatusOr<std::unique_ptr<MetricsHttpServer>> server = MetricsHttpServer::Start(listen);
   if (server.ok()) spdlog::info("metrics on port {}", (*server)->port());
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<ConnectHttpServer>> StartConnectHttpFromFlags(
+    ServerRuntime& runtime, const std::vector<NamedService>& services) {
+  ConnectHttpConfig config;
+  config.listen = FlagOrEnv(absl::GetFlag(FLAGS_http_listen), "DCL_HTTP_LISTEN", "");
+  if (config.listen.empty()) return std::unique_ptr<ConnectHttpServer>();
+  config.console_dir = FlagOrEnv(absl::GetFlag(FLAGS_console_dir), "DCL_CONSOLE_DIR", "");
+  config.threads = absl::GetFlag(FLAGS_http_threads);
+  for (absl::string_view origin :
+       absl::StrSplit(absl::GetFlag(FLAGS_http_cors_origins), ',', absl::SkipWhitespace())) {
+    config.cors_origins.emplace_back(absl::StripAsciiWhitespace(origin));
+  }
+  ConnectRoutes routes;
+  const std::shared_ptr<grpc::Channel> local = runtime.InProcessChannel();
+  for (const NamedService& named : services) routes[named.full_name] = local;
+  for (absl::string_view entry :
+       absl::StrSplit(FlagOrEnv(absl::GetFlag(FLAGS_http_upstream), "DCL_HTTP_UPSTREAM", ""), ',',
+                      absl::SkipWhitespace())) {
+    std::vector<std::string> parts = absl::StrSplit(absl::StripAsciiWhitespace(entry), '=');
+    if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http_upstream entry '", entry, "' is not SERVICE=HOST:PORT"));
+    }
+    if (routes.count(parts[0]) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http_upstream names ", parts[0], ", which this server serves itself"));
+    }
+    routes[parts[0]] = grpc::CreateChannel(parts[1], grpc::InsecureChannelCredentials());
+  }
+  absl::StatusOr<std::unique_ptr<ConnectHttpServer>> server =
+      ConnectHttpServer::Start(config, std::move(routes));
+  if (server.ok()) spdlog::info("http on port {}", (*server)->port());
   return server;
 }
 
@@ -130,9 +182,19 @@ int RunServiceMain(const std::string& name, const char* listen_env,
     (*runtime)->Shutdown();
     return kExitConfigurationError;
   }
+  absl::StatusOr<std::unique_ptr<ConnectHttpServer>> http =
+      StartConnectHttpFromFlags(**runtime, set.services);
+  if (!http.ok()) {
+    spdlog::critical("cannot start: {}", http.status().ToString());
+    (*runtime)->Shutdown();
+    return kExitConfigurationError;
+  }
   const int signal_number = WaitForTerminationSignal();
   spdlog::info("signal {} received, shutting down", signal_number);
+  // The gRPC server first: its drain ends the streams the HTTP listener relays, and then the
+  // listener can stop without waiting on them.
   (*runtime)->Shutdown();
+  http->reset();
   return 0;
 }
 

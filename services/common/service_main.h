@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "services/common/command_line.h"
 #include "services/common/db.h"
+#include "services/common/connect_http.h"
 #include "services/common/metrics_http.h"
 #include "services/common/server.h"
 
@@ -36,6 +37,13 @@ std::string LogFormatFromFlags();
 // address is INVALID_ARGUMENT, one that cannot be bound UNAVAILABLE: both are configuration
 // errors at start-up.
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags();
+
+// The HTTP/JSON listener of --http_listen (connect_http.h), reaching `services` in process and
+// the --http_upstream ones over gRPC, serving --console_dir; its port logged ("http on port N").
+// Null when no address is configured; a bad flag is INVALID_ARGUMENT, a port that cannot be
+// bound UNAVAILABLE (configuration errors at start-up).
+absl::StatusOr<std::unique_ptr<ConnectHttpServer>> StartConnectHttpFromFlags(
+    ServerRuntime& runtime, const std::vector<NamedService>& services);
 
 // Owns whatever a binary's services need to stay alive (handler objects and their logic).
 struct ServiceSet {

@@ -21,6 +21,10 @@ inline constexpr size_t kMaxNameLength = 200;
 // 0..900 (racks_first_unit_bounded) and its unit count to 1..100 (racks_unit_count_positive).
 inline constexpr int64_t kMaxRackUnit = 999;
 inline constexpr int64_t kMaxPageSize = 500;
+// The range a request's page_size may take: a size above kMaxPageSize is coerced to it by
+// PageSize() (page_token.h), as Google's AIP-158 asks, rather than refused; a negative one is
+// refused.
+inline constexpr int64_t kMaxRequestedPageSize = INT32_MAX;
 // A hold longer than a week is not a checkout; the configured maximum may only be lower.
 inline constexpr int64_t kMaxHoldTtlSeconds = 7 * 24 * 3600;
 // A reservation of rack units longer than 90 days is a typo, not a plan.
@@ -57,7 +61,7 @@ struct IntegerRange {
 // configuration (Reserve's configured maximum TTL) stay with the logic that owns them.
 inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.ReserveRequest", "ttl_seconds", 1, kMaxHoldTtlSeconds},
-    {"dcl.v1.ListReservationsRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.ListReservationsRequest", "page_size", 0, kMaxRequestedPageSize},
     {"dcl.v1.BookingRequest", "first_unit", 0, kMaxRackUnit},
     {"dcl.v1.BookingRequest", "last_unit", 0, kMaxRackUnit},
     {"dcl.v1.PlaceDeviceRequest", "unit", 0, kMaxRackUnit},
@@ -78,23 +82,23 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.Slot", "unit", 0, kMaxRackUnit},
     {"dcl.v1.ReserveDeliveryRequest", "ttl_seconds", 0, kMaxRackReservationTtlSeconds},
     {"dcl.v1.StartMoveRequest", "destination_unit", 0, kMaxRackUnit},
-    {"dcl.v1.ListMovesRequest", "page_size", 0, kMaxPageSize},
-    {"dcl.v1.ListLocationHistoryRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.ListMovesRequest", "page_size", 0, kMaxRequestedPageSize},
+    {"dcl.v1.ListLocationHistoryRequest", "page_size", 0, kMaxRequestedPageSize},
     {"dcl.v1.CorrectLocationRequest", "corrects_id", 1, INT64_MAX},
     {"dcl.v1.CorrectLocationRequest", "first_unit", 0, kMaxRackUnit},
     {"dcl.v1.CorrectLocationRequest", "last_unit", 0, kMaxRackUnit},
-    {"dcl.v1.ListSitesRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.ListSitesRequest", "page_size", 0, kMaxRequestedPageSize},
     {"dcl.v1.RackGeometry", "first_unit", 0, kMaxRackFirstUnit},
     {"dcl.v1.RackGeometry", "unit_count", 1, kMaxRackUnitCount},
     {"dcl.v1.CreateRackRequest", "power_budget_watts", 0, kMaxRackPowerWatts},
     {"dcl.v1.CreateRackRequest", "weight_budget_kg", 0, kMaxRackWeightKg},
-    {"dcl.v1.ListRacksRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.ListRacksRequest", "page_size", 0, kMaxRequestedPageSize},
     {"dcl.v1.UpdateRackRequest", "power_budget_watts", 0, kMaxRackPowerWatts},
     {"dcl.v1.UpdateRackRequest", "weight_budget_kg", 0, kMaxRackWeightKg},
     {"dcl.v1.RegisterDeviceRequest", "height_units", 1, kMaxDeviceHeightUnits},
     {"dcl.v1.RegisterDeviceRequest", "power_draw_watts", 0, kMaxDevicePowerWatts},
     {"dcl.v1.RegisterDeviceRequest", "weight_kg", 0, kMaxDeviceWeightKg},
-    {"dcl.v1.ListDevicesRequest", "page_size", 0, kMaxPageSize},
+    {"dcl.v1.ListDevicesRequest", "page_size", 0, kMaxRequestedPageSize},
     {"dcl.v1.UpdateDeviceRequest", "height_units", 1, kMaxDeviceHeightUnits},
     {"dcl.v1.UpdateDeviceRequest", "power_draw_watts", 0, kMaxDevicePowerWatts},
     {"dcl.v1.UpdateDeviceRequest", "weight_kg", 0, kMaxDeviceWeightKg},

@@ -88,6 +88,8 @@ v1::Move ToProto(const MoveRecord& m) {
   SetTimestampFromMicros(m.created_at_us, out.mutable_created_at());
   SetTimestampFromMicros(m.updated_at_us, out.mutable_updated_at());
   out.set_created_by(m.created_by);
+  const StateTransitions& row = kTransitions[static_cast<size_t>(m.state)];
+  for (size_t i = 0; i < row.count; ++i) out.add_allowed_targets(ToProtoState(row.targets[i]));
   return out;
 }
 

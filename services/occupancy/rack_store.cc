@@ -39,7 +39,7 @@ absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string&
   rack.set_weight_budget_kg(row[7].is_null() ? 0 : row[7].as<int>());
   pqxx::result slots = ExecCached(
       tx,
-      "SELECT s.side, s.unit, b.id::text, b.kind, b.device_id::text "
+      "SELECT s.side, s.unit, b.id::text, b.kind, b.device_id::text, b.reason "
       "FROM booking_slots s JOIN bookings b ON b.id = s.booking_id "
       "WHERE s.rack_id = $1::uuid AND s.released_at IS NULL ORDER BY s.unit, s.side = 'rear'",
       rack_id);
@@ -50,6 +50,7 @@ absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string&
     e->set_booking_id(s[2].as<std::string>());
     e->set_kind(ParseBookingKind(s[3].as<std::string>()));
     if (!s[4].is_null()) e->set_device_id(s[4].as<std::string>());
+    e->set_reason(s[5].as<std::string>());
   }
   return rack;
 }

@@ -104,12 +104,14 @@ TEST_CASE("a unit at either end of int32 is refused naming the field, in every r
   CHECK(CheckRequestLimits(edge).ok());
 }
 
-TEST_CASE("page sizes and TTLs are bounded on both sides, an explicit zero TTL included") {
+TEST_CASE("a negative page size is refused, a large one passes (AIP-158: coerced, not refused)") {
   v1::ListReservationsRequest list;
   list.set_page_size(static_cast<int32_t>(kMaxPageSize));
   CHECK(CheckRequestLimits(list).ok());
   list.set_page_size(static_cast<int32_t>(kMaxPageSize) + 1);
-  CHECK(FieldOf(CheckRequestLimits(list)) == "page_size");
+  CHECK(CheckRequestLimits(list).ok());
+  list.set_page_size(INT32_MAX);
+  CHECK(CheckRequestLimits(list).ok());
   list.set_page_size(-1);
   CHECK(FieldOf(CheckRequestLimits(list)) == "page_size");
   v1::ListMovesRequest moves;

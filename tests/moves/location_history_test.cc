@@ -129,9 +129,13 @@ TEST_CASE("a device's history reads newest first in pages, with its position at 
   status = s.List(w.device, 2, "not-a-token", &refused);
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(FieldOf(status) == "page_token");
-  status = s.List(w.device, 501, "", &refused);
+  status = s.List(w.device, -1, "", &refused);
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(FieldOf(status) == "page_size");
+  // AIP-158: a size above the maximum is coerced to it, not refused.
+  v1::ListLocationHistoryResponse coerced;
+  REQUIRE(s.List(w.device, INT32_MAX, "", &coerced).ok());
+  CHECK(coerced.records_size() == 5);
   const std::string other = testing::CreateOrg(w.db, "other");
   status = s.List(testing::CreateDevice(w.db, other, testing::CreateSite(w.db, other, "AMS1")), 0,
                   "", &refused);

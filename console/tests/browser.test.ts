@@ -1,0 +1,230 @@
+// The console in Debian's Chromium (playwright-core, never a downloaded browser), against the
+// real servers: the design notes' two technicians racing for U9, a move followed live on a
+// second screen, what each kind of token sees, axe-core on every page, and the screenshots of
+// docs/console.md. Waits are on what a user would see, never on sleeps.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { Side } from "../src/gen/dcl/v1/common_pb";
+import { BookingKind } from "../src/gen/dcl/v1/occupancy_pb";
+import { clients, env } from "./clients";
+
+const url = env("HTTP_URL");
+const operatorToken = env("TOKEN_dc_operator");
+const operator = clients(operatorToken);
+const rackId = env("DCL_DEMO_RACK_FRA1_A01");
+const screenshots = env("DCL_SCREENSHOT_DIR");
+const rounds = Number(process.env.DCL_RACE_ROUNDS ?? "20");
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+// Each technician has a browser of their own, with a fresh profile.
+const browsers: BrowserContext[] = [];
+async function technician(width = 1280, height = 800): Promise<Page> {
+  const profile = mkdtempSync(join(process.env.TEST_TMPDIR ?? tmpdir(), "chromium-profile-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    viewport: { width, height },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  browsers.push(context);
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("console", (message) => {
+    if (message.type() === "error" && /Content Security Policy/i.test(message.text())) {
+      throw new Error(`CSP violation: ${message.text()}`);
+    }
+  });
+  return page;
+}
+
+async function signIn(page: Page, token: string, hash = "") {
+  await page.goto(`${url}/${hash}`);
+  await page.getByLabel("Token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+async function axe(page: Page, what: string) {
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(async () => {
+    // @ts-expect-error axe is the global the injected source defines
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v: { id: string; impact: string; nodes: unknown[] }) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+  });
+  const bad = result.filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical");
+  assert.deepEqual(bad, [], `axe on ${what}: ${JSON.stringify(bad)}`);
+}
+
+async function releasePlacementsAtU9() {
+  const rack = await operator.occupancy.getRack({ rackId });
+  const ids = new Set(rack.occupied.filter((o) => o.slot!.unit >= 9 && o.slot!.unit <= 10).map((o) => o.bookingId));
+  for (const bookingId of ids) await operator.occupancy.releaseBooking({ bookingId, reason: "next round" });
+}
+
+before(() => mkdirSync(screenshots, { recursive: true }));
+after(async () => {
+  for (const b of browsers) await b.close();
+});
+
+test("the server sends the console with a strict Content-Security-Policy and no cookie", async () => {
+  const response = await fetch(`${url}/`);
+  assert.equal(response.status, 200);
+  const csp = response.headers.get("content-security-policy") ?? "";
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /script-src 'self'/);
+  assert.match(csp, /connect-src 'self'/);
+  assert.equal(response.headers.get("set-cookie"), null);
+});
+
+test("two technicians choose U9 for a 2U server at once: one placement, the other sees U9 and U10 taken", async () => {
+  const a = await technician();
+  const b = await technician();
+  await signIn(a, operatorToken, `#/racks/${rackId}`);
+  await signIn(b, operatorToken, `#/racks/${rackId}`);
+  const devices = [env("DCL_DEMO_DEVICE_HP_0001"), env("DCL_DEMO_DEVICE_HP_0002")];
+  for (let round = 1; round <= rounds; round++) {
+    const pages = [a, b];
+    await Promise.all(
+      pages.map(async (page, i) => {
+        await page.getByRole("button", { name: "Front U9 free" }).click();
+        await page.getByRole("combobox", { name: /^Device/ }).selectOption(devices[i]);
+      }),
+    );
+    // Both press save at once.
+    await Promise.all(pages.map((page) => page.getByRole("button", { name: "Place device" }).click()));
+    const outcomes = await Promise.all(
+      pages.map(async (page) => {
+        const placed = page.getByRole("status").filter({ hasText: "Placed at front U9." });
+        const refused = page.getByRole("alert").filter({ hasText: "Refused" });
+        await placed.or(refused).waitFor();
+        return (await placed.count()) > 0 ? "placed" : "refused";
+      }),
+    );
+    assert.deepEqual([...outcomes].sort(), ["placed", "refused"], `round ${round}: ${outcomes}`);
+
+    // Exactly one placement in the database, at front U9–U10.
+    const rack = await operator.occupancy.getRack({ rackId });
+    const atNine = rack.occupied.filter((o) => o.slot!.side === Side.FRONT && (o.slot!.unit === 9 || o.slot!.unit === 10));
+    assert.equal(new Set(atNine.map((o) => o.bookingId)).size, 1, `round ${round}: one booking at front U9-U10`);
+    assert.equal(atNine[0].kind, BookingKind.BOOKING_PLACEMENT);
+
+    // The loser is told which units are taken, and exactly those are marked.
+    const loser = pages[outcomes.indexOf("refused")];
+    const alert = loser.getByRole("alert");
+    await assert.doesNotReject(alert.filter({ hasText: "front U9" }).filter({ hasText: "front U10" }).waitFor());
+    const named = [...((await alert.textContent()) ?? "").matchAll(/(front|rear) U(\d+)/g)].map((m) => `${m[1]}-${m[2]}`);
+    const marked = await loser.locator("[data-collision]").evaluateAll((els) => els.map((e) => e.getAttribute("data-collision")));
+    assert.deepEqual([...new Set(marked)].sort(), [...new Set(named)].sort(), `round ${round}: marked = named`);
+    assert.ok(marked.includes("front-9") && marked.includes("front-10"), `round ${round}: ${marked}`);
+    if (round === 1) {
+      await loser.locator(".rack-layout").screenshot({ path: join(screenshots, "elevation-refusal.png") });
+      await axe(loser, "the elevation with a refusal");
+    }
+    await releasePlacementsAtU9();
+    await Promise.all(pages.map((page) => page.reload()));
+    await Promise.all(pages.map((page) => page.getByRole("button", { name: "Front U9 free" }).waitFor()));
+  }
+});
+
+test("a move driven from planned to completed in one page, followed live by a second page", async () => {
+  const device = env("DCL_DEMO_DEVICE_DL_0003");
+  await operator.occupancy.placeDevice({ rackId, deviceId: device, side: Side.FRONT, unit: 30 });
+  const move = await operator.moves.startMove({ deviceId: device, destinationRackId: rackId, destinationSide: Side.FRONT, destinationUnit: 33, note: "browser test" });
+  const driver = await technician();
+  const follower = await technician();
+  await signIn(driver, operatorToken, "#/moves");
+  await signIn(follower, operatorToken, "#/moves");
+  const card = (page: Page, state: string) => page.locator(`section[data-state="${state}"] article[data-move="${move.id}"]`);
+  await card(driver, "planned").waitFor();
+  await card(follower, "planned").waitFor();
+  await axe(follower, "the moves board");
+  for (const [button, state] of [
+    ["To approved", "approved"],
+    ["To in progress", "in progress"],
+    ["To awaiting verification", "awaiting verification"],
+    ["To completed", "completed"],
+  ]) {
+    await driver.locator(`article[data-move="${move.id}"]`).getByRole("button", { name: button }).click();
+    await card(driver, state).waitFor();
+    await card(follower, state).waitFor(); // without a reload: through WatchMove
+    if (state === "awaiting verification") await follower.locator(".board").screenshot({ path: join(screenshots, "moves-board.png") });
+  }
+  assert.equal(await card(follower, "completed").getByRole("button", { name: /^To / }).count(), 0, "a terminal move offers no next step");
+  await follower.getByRole("button", { name: "History" }).first().waitFor();
+});
+
+test("a wrong token is told so; a customer token sees no rack pages; a commerce token reads reservations without write buttons", async () => {
+  const page = await technician();
+  await signIn(page, "dcl_this-is-not-a-token");
+  await page.getByRole("alert").filter({ hasText: "not accepted" }).waitFor();
+  await axe(page, "the sign-in page with an error");
+
+  const customer = await technician();
+  await signIn(customer, env("TOKEN_customer"), `#/racks/${rackId}`);
+  await customer.getByRole("alert").filter({ hasText: "(role customer) may not see sites" }).waitFor();
+  assert.equal(await customer.getByRole("button", { name: /free/ }).count(), 0);
+  assert.equal(await customer.getByRole("navigation").getByRole("link").count(), 0);
+
+  const commerce = await technician(768, 1024);
+  await signIn(commerce, env("TOKEN_commerce"));
+  await commerce.getByRole("heading", { name: "Reservations" }).waitFor();
+  await commerce.getByRole("table").waitFor();
+  await axe(commerce, "reservations (commerce)");
+  const buttons = await commerce.getByRole("button").allTextContents();
+  assert.deepEqual(buttons, ["Sign out"], "reservations are read-only for commerce");
+  await commerce.goto(`${url}/#/racks/${rackId}`);
+  await commerce.getByText("Nothing here").waitFor();
+  assert.equal(await commerce.getByRole("button", { name: /free/ }).count(), 0);
+  await commerce.goto(`${url}/#/devices`);
+  await commerce.getByRole("table").waitFor();
+  assert.deepEqual((await commerce.getByRole("button").allTextContents()).sort(), ["Filter", "Sign out"]);
+});
+
+test("every operator page passes axe-core and works at 768 pixels and by keyboard", async () => {
+  const page = await technician(768, 1024);
+  await signIn(page, operatorToken, "#/sites");
+  await page.getByRole("link", { name: "FRA1-A01" }).waitFor();
+  await axe(page, "sites and racks");
+  await page.getByRole("link", { name: "FRA1-A02" }).click();
+  await page.getByRole("heading", { name: "Rack FRA1-A02" }).waitFor();
+  await axe(page, "a descending rack");
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 768, `the rack page fits a 768-pixel tablet (scroll width ${width})`);
+  // By keyboard: a free unit opens the form with Enter, the form is reachable with Tab.
+  await page.getByRole("button", { name: "Front U5 free" }).focus();
+  await page.keyboard.press("Enter");
+  await page.getByRole("form", { name: "Book units" }).waitFor();
+  await page.getByLabel("Block units").check();
+  await page.getByLabel("Reason").fill("PDU swap");
+  await page.getByRole("button", { name: "Preview" }).click();
+  await page.locator('[data-preview="front-5"]').waitFor();
+  await page.getByRole("button", { name: "Block", exact: true }).press("Enter");
+  await page.getByRole("status").filter({ hasText: "Blocked U5" }).waitFor();
+  await page.getByRole("button", { name: /^Front U5: blocking/ }).click();
+  await page.getByRole("region", { name: "Booking" }).getByText("Reason: PDU swap").waitFor();
+  await page.getByLabel("Reason for the release").fill("done");
+  await page.getByRole("button", { name: "Release" }).click();
+  await page.getByRole("button", { name: "Front U5 free" }).waitFor();
+  await page.getByRole("region", { name: "Capacity" }).waitFor();
+  await page.goto(`${url}/#/devices`);
+  await page.getByRole("table").waitFor();
+  await page.getByLabel("Vendor").fill("Arista");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.getByRole("table").getByText("2 devices").waitFor();
+  await axe(page, "devices");
+  await page.goto(`${url}/#/moves`);
+  await page.getByRole("heading", { name: "Moves" }).waitFor();
+  await axe(page, "the moves board at 768 pixels");
+});
