@@ -129,6 +129,26 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   assert.ok(released.releasedAt);
   mark("OccupancyService/ReleaseBooking");
 
+  // Deliveries: where one half-depth 1U server would go, then its units reserved in one step.
+  const delivery = {
+    siteId: site.id,
+    items: [{ what: { case: "spec" as const, value: { heightUnits: 1, depthClass: DepthClass.DEPTH_HALF, powerDrawWatts: 300, weightKg: 12, count: 1, label: "R650" } } }],
+    constraints: { rackIds: [rack.id] },
+  };
+  const deliveryPlan = await operator.occupancy.planDelivery(delivery);
+  assert.equal(deliveryPlan.planned.length, 1);
+  assert.deepEqual(deliveryPlan.unplaced, []);
+  mark("OccupancyService/PlanDelivery");
+  const reservedDelivery = await operator.occupancy.reserveDelivery({
+    what: { case: "planRequest", value: delivery },
+    reason: "delivery Tuesday",
+    requestId: `delivery-${unique}`,
+  });
+  assert.equal(reservedDelivery.reservations.length, 1);
+  assert.equal(reservedDelivery.reservations[0].kind, BookingKind.BOOKING_RESERVATION);
+  mark("OccupancyService/ReserveDelivery");
+  await operator.occupancy.releaseBooking({ bookingId: reservedDelivery.reservations[0].id, reason: "delivery off", requestId: `release-delivery-${unique}` });
+
   // Moves: planned → completed, followed by WatchMove as a Connect server stream.
   const move = await operator.moves.startMove({ deviceId: first.id, destinationRackId: rack.id, destinationSide: Side.FRONT, destinationUnit: 20, requestId: `move-${unique}` });
   mark("MoveService/StartMove");
@@ -207,7 +227,7 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const all = [InventoryService, OccupancyService, MoveService, ReservationService].flatMap((s) =>
     s.methods.map((m) => `${s.name}/${m.name}`),
   );
-  assert.equal(all.length, 36);
+  assert.equal(all.length, 38);
   assert.deepEqual(all.filter((name) => !called.has(name)), []);
 });
 
