@@ -30,52 +30,18 @@
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
 #include "tests/support/test_db.h"
+#include "tests/admin/dclctl_world.h"
 
 namespace dcl {
 namespace {
 
 using testing::ChildProcess;
 
-// An organization with nothing in it yet, served as the occupancy server serves it.
-struct World {
-  World()
-      : org(testing::CreateOrg(db, "acme")),
-        pool(db.MakePool(8)),
-        gate(*pool),
-        occupancy_logic(*pool),
-        occupancy(gate, occupancy_logic),
-        inventory_logic(*pool),
-        inventory(gate, inventory_logic),
-        server(pool.get(), {{"dcl.v1.OccupancyService", &occupancy},
-                            {"dcl.v1.InventoryService", &inventory}}),
-        operator_token(testing::CreateTokenFor(db, org, Role::kDcOperator)) {}
-
-  testing::TestDatabase db;
-  std::string org;
-  std::unique_ptr<DbPool> pool;
-  RpcGate gate;
-  occupancy::OccupancyLogic occupancy_logic;
-  occupancy::OccupancyServiceImpl occupancy;
-  inventory::InventoryLogic inventory_logic;
-  inventory::InventoryServiceImpl inventory;
-  testing::InProcessServer server;
-  std::string operator_token;
-};
-
-struct Result {
-  int exit = -1;
-  std::string out;
-  std::string err;
-};
+using World = testing::DclctlWorld;
+using Result = testing::DclctlResult;
 
 Result Run(const World& w, std::vector<std::string> args) {
-  args.push_back("--target=" + w.server.address());
-  args.push_back("--token=" + w.operator_token);
-  ChildProcess dclctl(testing::RunfilesBinary("services/admin/dclctl"), args,
-                      /*separate_stderr=*/true);
-  const std::optional<int> exit = dclctl.WaitForExit(std::chrono::seconds(60));
-  REQUIRE(exit.has_value());
-  return Result{*exit, dclctl.Log(), dclctl.Stderr()};
+  return testing::RunDclctl(w, std::move(args), std::chrono::seconds(60));
 }
 
 std::string FixtureDir() {

@@ -74,28 +74,9 @@ int Main() {
   PlaceMoveDevices(*suite, seeded);
 
   Report report;
-  std::vector<std::unique_ptr<ReservationClient>> reservation_clients;
-  std::vector<std::unique_ptr<OccupancyClient>> occupancy_clients;
-  std::vector<std::unique_ptr<MoveClient>> move_clients;
-  for (int c = 0; c < clients; ++c) {
-    reservation_clients.push_back(
-        std::make_unique<ReservationClient>(*suite, world, c, seeded.services[c], seed, report));
-    occupancy_clients.push_back(std::make_unique<OccupancyClient>(
-        *suite, world, c, seeded.occupancy_devices[c], seed, report));
-    move_clients.push_back(
-        std::make_unique<MoveClient>(*suite, world, c, seeded.move_devices[c], seed, report));
-  }
-  WatchProbe probe(*suite, world, seeded.probe_device, report);
-
-  std::atomic<bool> stop{false}, upgrading{false};
+  std::atomic<bool> upgrading{false};
+  Workload workload(*suite, seeded, clients, seed, report, upgrading);
   const auto start = Clock::now();
-  std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&, c] { reservation_clients[c]->Run(stop); });
-    threads.emplace_back([&, c] { occupancy_clients[c]->Run(stop); });
-    threads.emplace_back([&, c] { move_clients[c]->Run(stop); });
-  }
-  threads.emplace_back([&] { probe.Run(stop, upgrading); });
   auto sleep_until = [&](double at) {
     std::this_thread::sleep_until(
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at)));
@@ -130,8 +111,7 @@ int Main() {
   }
   report.SetPhase("new release");
   sleep_until(seconds);
-  stop.store(true);
-  for (std::thread& thread : threads) thread.join();
+  workload.Stop();
   std::printf("  %5.1f s: load stopped\n", Since(start));
 
   AuditProcesses(*suite, report);
@@ -139,18 +119,7 @@ int Main() {
   std::printf("\naudit:\n");
   AuditInvariants(reader, report);
   AuditHistoryUnchanged(reader, history_before, "of the upgrade's start", report);
-  AuditHolds(reader, world.org, reservation_clients, report);
-  AuditBookings(reader, world.org, occupancy_clients, report);
-  std::vector<const MoveRecord*> moves;
-  for (const auto& client : move_clients) {
-    for (const MoveRecord& move : client->moves()) moves.push_back(&move);
-  }
-  for (const MoveRecord& move : probe.moves()) moves.push_back(&move);
-  AuditMoves(reader, moves, report);
-  if (report.Counter("watch probe: cycles complete before the kill") == 0 ||
-      report.Counter("watch probe: cycles complete after the kill") == 0) {
-    report.Fail("3. the watch probe completed no cycle before or none after the upgrade");
-  }
+  workload.AuditWrites(reader, world.org, "the upgrade", report);
   report.Print();
   return report.failed() ? 1 : 0;
 }

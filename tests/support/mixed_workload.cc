@@ -389,4 +389,20 @@ void AuditProcesses(SuiteProcesses& suite, Report& report) {
   }
 }
 
+void Workload::AuditWrites(Reader& db, const std::string& org, const std::string& disruption,
+                           Report& report) const {
+  AuditHolds(db, org, reservation_, report);
+  AuditBookings(db, org, occupancy_, report);
+  std::vector<const MoveRecord*> moves;
+  for (const auto& client : moves_) {
+    for (const MoveRecord& move : client->moves()) moves.push_back(&move);
+  }
+  for (const MoveRecord& move : probe_->moves()) moves.push_back(&move);
+  AuditMoves(db, moves, report);
+  if (report.Counter("watch probe: cycles complete before the kill") == 0 ||
+      report.Counter("watch probe: cycles complete after the kill") == 0) {
+    report.Fail("3. the watch probe completed no cycle before or none after " + disruption);
+  }
+}
+
 }  // namespace dcl::workload

@@ -1235,6 +1235,58 @@ class Reader {
   pqxx::connection conn_;
 };
 
+// The mixed workload under way, as the replica test and the rolling upgrade run it: `clients`
+// reservation, occupancy and move clients and the WatchMove probe, each on a thread of its own
+// from construction until Stop(); the destructor stops them too, so that whatever ends a run (an
+// exception as well) the clients stop before their state goes away. The probe counts its cycles
+// as before or after the disruption by `disrupted`.
+class Workload {
+ public:
+  Workload(SuiteProcesses& suite, const Seeded& seeded, int clients, uint64_t seed,
+           Report& report, const std::atomic<bool>& disrupted) {
+    const World& world = seeded.world;
+    for (int c = 0; c < clients; ++c) {
+      reservation_.push_back(
+          std::make_unique<ReservationClient>(suite, world, c, seeded.services[c], seed, report));
+      occupancy_.push_back(std::make_unique<OccupancyClient>(
+          suite, world, c, seeded.occupancy_devices[c], seed, report));
+      moves_.push_back(
+          std::make_unique<MoveClient>(suite, world, c, seeded.move_devices[c], seed, report));
+    }
+    probe_ = std::make_unique<WatchProbe>(suite, world, seeded.probe_device, report);
+    for (int c = 0; c < clients; ++c) {
+      threads_.emplace_back([this, c] { reservation_[c]->Run(stop_); });
+      threads_.emplace_back([this, c] { occupancy_[c]->Run(stop_); });
+      threads_.emplace_back([this, c] { moves_[c]->Run(stop_); });
+    }
+    threads_.emplace_back([this, &disrupted] { probe_->Run(stop_, disrupted); });
+  }
+  Workload(const Workload&) = delete;
+  Workload& operator=(const Workload&) = delete;
+  ~Workload() { Stop(); }
+
+  void Stop() {
+    stop_.store(true);
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+
+  // After Stop(), parts 2 and 3 of the audit: every acknowledged write of the clients present
+  // with the acknowledged values, refused writes absent; and the probe completed watch cycles
+  // before and after the disruption (`disruption` names it: "the kill", "the upgrade").
+  void AuditWrites(Reader& db, const std::string& org, const std::string& disruption,
+                   Report& report) const;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::unique_ptr<ReservationClient>> reservation_;
+  std::vector<std::unique_ptr<OccupancyClient>> occupancy_;
+  std::vector<std::unique_ptr<MoveClient>> moves_;
+  std::unique_ptr<WatchProbe> probe_;
+  std::vector<std::thread> threads_;  // last: joined before the clients go away
+};
+
 // The seeded world: an organization, a sale site with `sale_machines` machines, racks, and per
 // client its services and devices.
 Seeded Seed(const testing::TestDatabase& db, int clients, int sale_machines);
