@@ -210,6 +210,29 @@ frames >"$suite_dir/frames"
 check "a watch of an unknown move: HTTP 200, not_found in the end-of-stream message" \
   grep -q '^2 {"error":{"code":"not_found"' "$suite_dir/frames"
 
+# A lock held elsewhere past the server's lock_timeout (5 s): a session holds the row of a device
+# in a transaction, so PlaceDevice of that device cannot take its row lock and answers ABORTED /
+# RETRY_TRANSACTION (409): retry now; nothing was written. Deterministic, unlike a lost race.
+/usr/lib/postgresql/15/bin/psql "$SUITE_OWNER_URL" -qc \
+  "BEGIN; SELECT id FROM devices WHERE id = '$DCL_DEMO_DEVICE_DL_0004' FOR UPDATE; SELECT pg_sleep(9); COMMIT;" \
+  >/dev/null &
+locker=$!
+for _ in $(seq 100); do
+  held=$(/usr/lib/postgresql/15/bin/psql "$SUITE_OWNER_URL" -tAqc \
+    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(9)%' AND wait_event = 'PgSleep'")
+  [ "$held" = 1 ] && break
+  sleep 0.1
+done
+call "$HTTP_URL" "$op" dcl.v1.OccupancyService/PlaceDevice \
+  '{"rackId":"'"$rack"'","deviceId":"'"$DCL_DEMO_DEVICE_DL_0004"'","side":"SIDE_FRONT","unit":36}'
+check "PlaceDevice of a device whose row another session holds: 409 aborted" status_is 409
+check "  code aborted" field_is code aborted
+check "  reason RETRY_TRANSACTION" reason_is RETRY_TRANSACTION
+wait "$locker"
+call "$HTTP_URL" "$op" dcl.v1.OccupancyService/GetRack '{"rackId": "'"$rack"'"}'
+check "  and nothing was written: the device is nowhere in the rack" \
+  bash -c "! grep -q '$DCL_DEMO_DEVICE_DL_0004' '$suite_dir/body'"
+
 # A lost race: six Reserve calls with one idempotency key at once. One reservation results;
 # a call that lost its insert race is ABORTED / CONTENDED (409), one that came later replays.
 racers=()
