@@ -28,15 +28,19 @@ COLUMNS = ["measured_at", "benchmark", "scenario", "run", "clients", "calls_per_
 CHARTS = {
     "reservation": {
         "title": "Reserve",
-        "lines": lambda r: r["run"] in ("service", "database alone", "gRPC only")
+        "lines": lambda r: r["run"] in ("service", "echo-insert floor", "database alone",
+                                        "gRPC only")
         and "throughput" in r["scenario"],
-        "label": lambda r: {"service": "Reserve through gRPC", "database alone": "dcl_reserve alone",
+        "label": lambda r: {"service": "Reserve through gRPC",
+                            "echo-insert floor": "echo-insert floor (one INSERT through gRPC)",
+                            "database alone": "dcl_reserve alone",
                             "gRPC only": "gRPC only (refused at the gate)"}[r["run"]],
     },
     "occupancy": {
         "title": "PlaceDevice",
-        "lines": lambda r: r["run"] == "PlaceDevice",
-        "label": lambda r: "PlaceDevice, " + r["scenario"],
+        "lines": lambda r: r["run"] in ("PlaceDevice", "echo-insert floor"),
+        "label": lambda r: ("PlaceDevice, " if r["run"] == "PlaceDevice"
+                            else "echo-insert floor beside ") + r["scenario"],
     },
 }
 

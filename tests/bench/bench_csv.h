@@ -12,12 +12,17 @@ namespace dcl::bench {
 struct CsvRow {
   std::string benchmark;  // "reservation", "occupancy"
   std::string scenario;   // e.g. "shared 10k throughput", "site 50 racks"
-  std::string run;        // "service" (the real RPC), "database alone", "gRPC only", "ceiling"
+  // "service" (the real RPC), "echo-insert floor", "database alone", "gRPC only", "ceiling"
+  // (occupancy: "PlaceDevice", "write calls", "echo-insert floor")
+  std::string run;
   int clients = 0;
   double calls_per_second = 0;
   double p50_ms = -1, p95_ms = -1, p99_ms = -1;  // -1: not measured for this run
   double ceiling_tx_per_second = -1;             // the one-row INSERT ceiling beside it
-  double cpu_client_ms = -1, cpu_postgres_ms = -1;  // CPU per call (tests/bench/cpu_meter.h)
+  // CPU per call (tests/bench/cpu_meter.h). cpu_client_ms: for runs through gRPC, the server's
+  // share of the benchmark process (its load-generator threads apart); for runs without a
+  // server (database alone, the ceiling), the client's.
+  double cpu_client_ms = -1, cpu_postgres_ms = -1;
 };
 
 // Appends `row` to the --csv file (with the header line first when the file is new or empty).

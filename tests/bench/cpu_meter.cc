@@ -1,6 +1,7 @@
 #include "tests/bench/cpu_meter.h"
 
 #include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,6 +98,40 @@ CpuPerCall PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, lo
               process_role.c_str(), process_ms, database_ms, cores, bound);
   std::fflush(stdout);
   return per_call;
+}
+
+double ThisThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
+ServerCpuPerCall MeasureServerCpuPerCall(const CpuSeconds& before, const CpuSeconds& after,
+                                         double load_generator_seconds, long long calls) {
+  ServerCpuPerCall cpu;
+  if (calls <= 0) return cpu;
+  cpu.load_generator_ms = load_generator_seconds * 1000.0 / calls;
+  // /proc counts in clock ticks (10 ms), the threads in nanoseconds: over a run of seconds the
+  // difference is noise, but it must not make the server's share negative.
+  cpu.server_ms = std::max(0.0, (after.process - before.process - load_generator_seconds) *
+                                    1000.0 / calls);
+  if (before.database_measured && after.database_measured) {
+    cpu.database_ms = (after.database - before.database) * 1000.0 / calls;
+  }
+  return cpu;
+}
+
+void PrintServerCpuPerCall(const ServerCpuPerCall& cpu) {
+  if (cpu.database_ms < 0) {
+    std::printf("   CPU per call, load generator apart: server %.3f ms, PostgreSQL not measured "
+                "(load generator %.3f ms)\n",
+                cpu.server_ms, cpu.load_generator_ms);
+  } else {
+    std::printf("   CPU per call, load generator apart: server %.3f ms + PostgreSQL %.3f ms = "
+                "%.3f ms (load generator %.3f ms)\n",
+                cpu.server_ms, cpu.database_ms, cpu.total_ms(), cpu.load_generator_ms);
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace dcl::bench

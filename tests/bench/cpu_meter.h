@@ -31,6 +31,26 @@ struct CpuPerCall {
 CpuPerCall PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, long long calls,
                            const std::string& process_role);
 
+// This thread's CPU seconds so far (CLOCK_THREAD_CPUTIME_ID). A load generator's client threads
+// read it before and after their calls, so that their share can be taken out of the process's
+// when the server runs in the same process.
+double ThisThreadCpuSeconds();
+
+// CPU per call of a call's server side, the load generator apart: the process's CPU minus its
+// client threads' (`load_generator_seconds`), and PostgreSQL's. What gRPC's own threads of the
+// client side do outside the calling threads counts as server: the split errs towards the server,
+// for the floor and the real RPC alike. -1 where not measured.
+struct ServerCpuPerCall {
+  double server_ms = -1;
+  double database_ms = -1;
+  double load_generator_ms = -1;
+  double total_ms() const { return database_ms < 0 ? -1 : server_ms + database_ms; }
+};
+ServerCpuPerCall MeasureServerCpuPerCall(const CpuSeconds& before, const CpuSeconds& after,
+                                         double load_generator_seconds, long long calls);
+// "CPU per call, load generator apart: server X ms + PostgreSQL Y ms = Z ms (load generator W ms)".
+void PrintServerCpuPerCall(const ServerCpuPerCall& cpu);
+
 }  // namespace dcl::bench
 
 #endif  // DCL_TESTS_BENCH_CPU_METER_H_

@@ -1,5 +1,6 @@
-// occupancy_bench: concurrent PlaceDevice / ReleaseBooking through the occupancy service's own
-// logic (OccupancyLogic → the booking write path → PostgreSQL), in two scenarios:
+// occupancy_bench: concurrent PlaceDevice / ReleaseBooking through gRPC (the occupancy service on
+// an in-process server on 127.0.0.1:0, behind the gate with a dc-operator token → OccupancyLogic
+// → the booking write path → PostgreSQL), in two scenarios:
 //   site       --clients clients over a site of --racks racks × 42 units
 //   contended  --clients clients all on one rack
 // Each client owns --devices_per_client devices (1–2 U, half/full/unknown depth) and, for
@@ -12,7 +13,15 @@
 // INSERTs, one per transaction (autocommit), at the same number of clients, each on its own
 // connection, for the same duration; "ratio" = calls/s / INSERT tx/s, printed for PlaceDevice
 // alone and for every write call (PlaceDevice + ReleaseBooking; each client alternates them),
-// with the CPU per write call of this process and of the PostgreSQL cluster (tests/bench/cpu_meter.h).
+// with the CPU per write call of the server (the load generator's threads apart) and of the
+// PostgreSQL cluster (tests/bench/cpu_meter.h).
+// And the floor (issue 26, tests/bench/echo_insert_service.h), measured after each scenario at the
+// same clients for the same duration: a gRPC call on the same server, gate and pool whose work is
+// one INSERT and its commit. Printed: both calls/s, p50/p99 and CPU per call, and PlaceDevice's
+// calls/s as a share of the floor's (goal at 32 clients on the site scenario: >= 0.5). The
+// clients alternate PlaceDevice and ReleaseBooking, so PlaceDevice's own calls/s is about half
+// of what the same clients would reach placing only; the share of every write call is printed
+// beside it.
 //
 // Run: DCL_BAZEL_OUTPUT_ROOT=/work/.bazel-me tests/bench/run_occupancy_bench [--seconds=N ...]
 // (a throwaway PostgreSQL, optimised build), or against any migrated database:
@@ -46,14 +55,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dcl/v1/common.pb.h"
+#include "dcl/v1/occupancy.grpc.pb.h"
 #include "services/common/auth.h"
 #include "services/common/db.h"
+#include "services/common/grpc_status.h"
 #include "services/common/logging.h"
+#include "services/common/rpc_gate.h"
 #include "services/common/server.h"
 #include "services/common/status.h"
 #include "services/occupancy/occupancy_logic.h"
+#include "services/occupancy/occupancy_service.h"
 #include "tests/bench/bench_csv.h"
 #include "tests/bench/cpu_meter.h"
+#include "tests/bench/echo_floor.h"
+#include "tests/bench/echo_insert_service.h"
 #include "tests/bench/insert_ceiling.h"
 
 ABSL_FLAG(std::string, database_url, "", "PostgreSQL connection string (or DCL_DATABASE_URL)");
@@ -87,6 +102,10 @@ World Seed(const std::string& url, const std::string& label, int racks, int clie
   w.org = tx.exec1("INSERT INTO organizations (name) VALUES (" + Q(conn, "bench-" + suffix) +
                    ") RETURNING id")[0]
               .as<std::string>();
+  // The gate admits the organization only with the datacenter module on.
+  tx.exec("UPDATE feature_settings SET enabled = true WHERE feature = 'datacenter'");
+  tx.exec("INSERT INTO organization_feature_settings (org_id, feature, enabled) VALUES ('" + w.org +
+          "', 'datacenter', true)");
   w.site =
       tx.exec1("INSERT INTO sites (org_id, name) VALUES ('" + w.org + "', 'S') RETURNING id")[0]
           .as<std::string>();
@@ -122,14 +141,73 @@ struct ClientResult {
   std::map<std::string, int64_t> outcomes;  // "place OK", "place UNIT_OCCUPIED", ...
   std::set<std::string> believed_active;    // booking ids this client holds at the end
   int64_t placed = 0;
+  double cpu_seconds = 0;  // this client thread's CPU while it made calls
 };
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
-  return v[i];
+// The occupancy service and the floor on one in-process gRPC server, for every scenario.
+class Server {
+ public:
+  Server(const std::string& url, int pool_size) {
+    DbOptions options;
+    options.url = url;
+    options.pool_size = pool_size;
+    pool_ = std::make_unique<DbPool>(options);
+    gate_ = std::make_unique<RpcGate>(*pool_);
+    logic_ = std::make_unique<OccupancyLogic>(*pool_);
+    service_ = std::make_unique<OccupancyServiceImpl>(*gate_, *logic_);
+    // The floor is admitted as PlaceDevice: the same token lookup, role check and metrics.
+    bench::EchoInsertServiceImpl::CreateTable(url);
+    echo_ = std::make_unique<bench::EchoInsertServiceImpl>(*gate_, *pool_, Rpc::kPlaceDevice);
+    ServerConfig config;
+    config.listen_address = "127.0.0.1:0";
+    config.reflection = false;
+    auto runtime = ServerRuntime::Start(config, pool_.get(),
+                                        {{"dcl.v1.OccupancyService", service_.get()},
+                                         {bench::kEchoInsertServiceName, echo_.get()}});
+    if (!runtime.ok()) {
+      std::fprintf(stderr, "occupancy_bench: %s\n", runtime.status().ToString().c_str());
+      std::exit(1);
+    }
+    runtime_ = std::move(*runtime);
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    for (int i = 0; i < 4; ++i) {
+      args.SetInt("dcl.bench.channel", i);  // distinct channels = distinct connections
+      channels_.push_back(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", runtime_->port()),
+                                                    grpc::InsecureChannelCredentials(), args));
+    }
+  }
+  ~Server() { runtime_->Shutdown(); }
+
+  // "Bearer <token>" of a dc-operator of `org`.
+  std::string OperatorAuthorization(const std::string& org) {
+    auto token = CreateToken(*pool_, org, Role::kDcOperator, "", "bench");
+    if (!token.ok()) {
+      std::fprintf(stderr, "occupancy_bench: %s\n", token.status().ToString().c_str());
+      std::exit(1);
+    }
+    return "Bearer " + token->token;
+  }
+  const std::vector<std::shared_ptr<grpc::Channel>>& channels() const { return channels_; }
+
+ private:
+  std::unique_ptr<DbPool> pool_;
+  std::unique_ptr<RpcGate> gate_;
+  std::unique_ptr<OccupancyLogic> logic_;
+  std::unique_ptr<OccupancyServiceImpl> service_;
+  std::unique_ptr<bench::EchoInsertServiceImpl> echo_;
+  std::unique_ptr<ServerRuntime> runtime_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+};
+
+// The reason of a refusal, REASON_UNSPECIFIED for OK.
+v1::Reason ReasonOfCall(const grpc::Status& status) {
+  if (status.ok()) return v1::REASON_UNSPECIFIED;
+  auto detail = ErrorDetailFromGrpc(status);
+  return detail ? detail->reason() : v1::REASON_UNSPECIFIED;
 }
+
+using bench::Percentile;
 
 struct Audit {
   int64_t duplicate_slots = 0;      // active slot rows sharing (rack, side, unit)
@@ -188,22 +266,23 @@ Audit RunAudit(const std::string& url, const World& w, const std::set<std::strin
   return a;
 }
 
-bool RunScenario(const std::string& url, const std::string& name, int racks, int clients,
-                 int devices_per_client, int seconds) {
+// Returns false when the audit fails; `missed_goals` counts the floor goals not met.
+bool RunScenario(Server& server, const std::string& url, const std::string& name, int racks,
+                 int clients, int devices_per_client, int seconds, int* missed_goals) {
   World w = Seed(url, name, racks, clients, devices_per_client);
   const double ceiling = bench::InsertCeiling(url, clients, seconds);
-  DbOptions options;
-  options.url = url;
-  options.pool_size = clients;
-  DbPool pool(options);
-  OccupancyLogic logic(pool);
-  Principal op;
-  op.token_id = "00000000-0000-0000-0000-000000000000";
-  op.org_id = w.org;
-  op.role = Role::kDcOperator;
-  op.module_enabled = true;
+  const std::string authorization = server.OperatorAuthorization(w.org);
 
   std::vector<ClientResult> results(clients);
+  std::vector<std::unique_ptr<v1::OccupancyService::Stub>> stubs;
+  for (int c = 0; c < clients; ++c) {
+    stubs.push_back(v1::OccupancyService::NewStub(
+        server.channels()[c % server.channels().size()]));
+  }
+  auto call_context = [&](grpc::ClientContext& context) {
+    context.AddMetadata("authorization", authorization);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  };
   std::vector<std::thread> threads;
   const bench::CpuSeconds cpu_before = bench::ReadCpuSeconds(url);
   const Clock::time_point start = Clock::now();
@@ -211,6 +290,7 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       ClientResult& r = results[c];
+      const double cpu_start = bench::ThisThreadCpuSeconds();
       std::mt19937 rng(1000 + c);
       std::vector<std::string> booking_of(w.devices[c].size());
       while (Clock::now() < end) {
@@ -228,13 +308,18 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
           req.set_side(rng() % 2 == 0 ? v1::SIDE_FRONT : v1::SIDE_REAR);
           req.set_unit(1 + static_cast<int>(rng() % 42));
           v1::Booking booking;
-          absl::Status st = logic.PlaceDevice(op, req, &booking);
+          grpc::ClientContext context;
+          call_context(context);
+          const grpc::Status st = stubs[c]->PlaceDevice(&context, req, &booking);
           r.place_ms.push_back(
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-          std::string outcome = absl::StrCat(
-              "place ", v1::Reason_Name(st.ok() ? v1::REASON_UNSPECIFIED : ReasonOf(st)));
+          std::string outcome = absl::StrCat("place ", v1::Reason_Name(ReasonOfCall(st)));
+          if (!st.ok() && ReasonOfCall(st) == v1::REASON_UNSPECIFIED) {
+            absl::StrAppend(&outcome, " (", static_cast<int>(st.error_code()), ")");
+          }
           // Who caught a collision: the planner's read, or the slot index (a real race).
-          if (auto detail = GetErrorDetail(st); detail && detail->metadata().count("detected_by")) {
+          if (auto detail = ErrorDetailFromGrpc(st);
+              detail && detail->metadata().count("detected_by")) {
             absl::StrAppend(&outcome, " by ", detail->metadata().at("detected_by"));
           }
           ++r.outcomes[outcome];
@@ -247,14 +332,16 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
           v1::ReleaseBookingRequest req;
           req.set_booking_id(booking_of[i]);
           v1::Booking booking;
-          absl::Status st = logic.ReleaseBooking(op, req, &booking);
+          grpc::ClientContext context;
+          call_context(context);
+          const grpc::Status st = stubs[c]->ReleaseBooking(&context, req, &booking);
           r.release_ms.push_back(
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-          ++r.outcomes[absl::StrCat(
-              "release ", v1::Reason_Name(st.ok() ? v1::REASON_UNSPECIFIED : ReasonOf(st)))];
+          ++r.outcomes[absl::StrCat("release ", v1::Reason_Name(ReasonOfCall(st)))];
           if (st.ok()) booking_of[i].clear();
         }
       }
+      r.cpu_seconds = bench::ThisThreadCpuSeconds() - cpu_start;
       for (const std::string& id : booking_of) {
         if (!id.empty()) r.believed_active.insert(id);
       }
@@ -268,7 +355,9 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
   std::map<std::string, int64_t> outcomes;
   std::set<std::string> believed;
   int64_t placed = 0;
+  double load_generator_cpu = 0;
   for (const ClientResult& r : results) {
+    load_generator_cpu += r.cpu_seconds;
     place_ms.insert(place_ms.end(), r.place_ms.begin(), r.place_ms.end());
     release_ms.insert(release_ms.end(), r.release_ms.begin(), r.release_ms.end());
     for (const auto& [k, v] : r.outcomes) outcomes[k] += v;
@@ -296,17 +385,17 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
   std::printf("%-34s %12zu\n", "ReleaseBooking calls", release_ms.size());
   std::printf("%-34s %12.2f\n", "ReleaseBooking p50 ms", Percentile(release_ms, 0.50));
   std::printf("%-34s %12.2f\n", "ReleaseBooking p99 ms", Percentile(release_ms, 0.99));
-  const bench::CpuPerCall cpu = bench::PrintCpuPerCall(
-      cpu_before, cpu_after, static_cast<long long>(place_ms.size() + release_ms.size()),
-      "bench process (clients + domain logic; per write call)");
+  // CPU is measured over every write call (PlaceDevice and ReleaseBooking together).
+  const long long write_calls = static_cast<long long>(place_ms.size() + release_ms.size());
+  const bench::ServerCpuPerCall cpu =
+      bench::MeasureServerCpuPerCall(cpu_before, cpu_after, load_generator_cpu, write_calls);
+  bench::PrintServerCpuPerCall(cpu);
   const std::string scenario = absl::StrCat(name, ", ", racks, racks == 1 ? " rack" : " racks");
   bench::AppendCsv({"occupancy", scenario, "PlaceDevice", clients, place_ms.size() / elapsed,
                     Percentile(place_ms, 0.50), Percentile(place_ms, 0.95),
                     Percentile(place_ms, 0.99), ceiling, -1, -1});
-  // CPU is measured over every write call (PlaceDevice and ReleaseBooking together).
-  bench::AppendCsv({"occupancy", scenario, "write calls", clients,
-                    (place_ms.size() + release_ms.size()) / elapsed, -1, -1, -1, ceiling,
-                    cpu.process_ms, cpu.database_ms});
+  bench::AppendCsv({"occupancy", scenario, "write calls", clients, write_calls / elapsed, -1, -1,
+                    -1, ceiling, cpu.server_ms, cpu.database_ms});
   for (const auto& [k, v] : outcomes) {
     std::string label = k;
     const std::string unspecified = "REASON_UNSPECIFIED";
@@ -327,7 +416,31 @@ bool RunScenario(const std::string& url, const std::string& name, int racks, int
               static_cast<long long>(audit.inconsistent_headers));
   std::printf("%-34s %12s\n", "audit: DB == clients' view", audit.matches_clients ? "yes" : "NO");
   std::printf("%-34s %12s\n", "audit", audit.ok() ? "PASS" : "FAIL");
-  return audit.ok();
+
+  // The floor at the same clients, for as long, on the same server.
+  const bench::CpuSeconds floor_before = bench::ReadCpuSeconds(url);
+  const bench::LoadRun floor =
+      bench::RunEchoInsert(server.channels(), clients, seconds, authorization);
+  const bench::CpuSeconds floor_after = bench::ReadCpuSeconds(url);
+  const bench::ServerCpuPerCall floor_cpu = bench::MeasureServerCpuPerCall(
+      floor_before, floor_after, floor.load_generator_cpu_seconds,
+      static_cast<long long>(floor.latency_ms.size()));
+  bench::LoadRun place_run;
+  place_run.latency_ms = place_ms;
+  place_run.seconds = elapsed;
+  bench::FloorGoals goals;
+  goals.print = clients == 32 && name == "site";  // the issue's goal: 32 clients on 50 racks
+  goals.max_cpu_ratio = -1;
+  *missed_goals +=
+      bench::PrintAgainstFloor("PlaceDevice (CPU per write call)", place_run, cpu, floor,
+                               floor_cpu, goals);
+  std::printf("   every write call (place + release) / floor: calls/s %.3f\n",
+              write_calls / elapsed / floor.calls_per_second());
+  bench::AppendCsv({"occupancy", scenario, "echo-insert floor", clients,
+                    floor.calls_per_second(), Percentile(floor.latency_ms, 0.50),
+                    Percentile(floor.latency_ms, 0.95), Percentile(floor.latency_ms, 0.99),
+                    ceiling, floor_cpu.server_ms, floor_cpu.database_ms});
+  return audit.ok() && floor.failed == 0;
 }
 
 }  // namespace
@@ -357,10 +470,17 @@ int main(int argc, char** argv) {
     client_counts.push_back(n);
   }
   bool ok = true;
+  int missed_goals = 0;
+  dcl::occupancy::Server server(url,
+                                *std::max_element(client_counts.begin(), client_counts.end()));
   for (int clients : client_counts) {
-    ok = dcl::occupancy::RunScenario(url, "site", absl::GetFlag(FLAGS_racks), clients, devices,
-                                     seconds) && ok;
-    ok = dcl::occupancy::RunScenario(url, "contended", 1, clients, devices, seconds) && ok;
+    ok = dcl::occupancy::RunScenario(server, url, "site", absl::GetFlag(FLAGS_racks), clients,
+                                     devices, seconds, &missed_goals) && ok;
+    ok = dcl::occupancy::RunScenario(server, url, "contended", 1, clients, devices, seconds,
+                                     &missed_goals) && ok;
+  }
+  if (missed_goals > 0) {
+    std::printf("\nfloor goals missed: %d (see the lines marked MISSED)\n", missed_goals);
   }
   return ok ? 0 : 1;
 }

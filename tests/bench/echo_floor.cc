@@ -1,0 +1,106 @@
+#include "tests/bench/echo_floor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "tests/bench/echo_insert.grpc.pb.h"
+#include "tests/bench/run_together.h"
+
+namespace dcl::bench {
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1,
+                         static_cast<size_t>(p * (values.size() - 1) + 0.5))];
+}
+
+LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int clients,
+                      double seconds, const std::string& authorization) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<LoadRun> per(clients);
+  std::vector<double> cpu(clients, 0);
+  std::atomic<bool> printed{false};
+  LoadRun total;
+  total.seconds = RunTogether(clients, [&](int c, const std::function<void()>& start) {
+    auto stub = EchoInsertService::NewStub(channels[c % channels.size()]);
+    start();
+    const double cpu_start = ThisThreadCpuSeconds();
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    for (int i = 0; Clock::now() < until; ++i) {
+      EchoInsertRequest request;
+      request.set_payload(absl::StrCat("floor-", c, "-", i));
+      EchoInsertResponse response;
+      grpc::ClientContext context;
+      context.AddMetadata("authorization", authorization);
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      const auto t0 = Clock::now();
+      const grpc::Status status = stub->Insert(&context, request, &response);
+      per[c].latency_ms.push_back(
+          std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      if (!status.ok()) {
+        ++per[c].failed;
+        if (!printed.exchange(true)) {
+          std::fprintf(stderr, "echo-insert floor: call failed: %d %s\n",
+                       static_cast<int>(status.error_code()), status.error_message().c_str());
+        }
+      }
+    }
+    cpu[c] = ThisThreadCpuSeconds() - cpu_start;
+  });
+  for (int c = 0; c < clients; ++c) {
+    total.latency_ms.insert(total.latency_ms.end(), per[c].latency_ms.begin(),
+                            per[c].latency_ms.end());
+    total.failed += per[c].failed;
+    total.load_generator_cpu_seconds += cpu[c];
+  }
+  return total;
+}
+
+int PrintAgainstFloor(const std::string& rpc, const LoadRun& real, const ServerCpuPerCall& real_cpu,
+                      const LoadRun& floor, const ServerCpuPerCall& floor_cpu,
+                      const FloorGoals& goals) {
+  const double calls_ratio = real.calls_per_second() / floor.calls_per_second();
+  const double cpu_ratio = real_cpu.total_ms() > 0 && floor_cpu.total_ms() > 0
+                               ? real_cpu.total_ms() / floor_cpu.total_ms()
+                               : -1;
+  const double real_p99 = Percentile(real.latency_ms, 0.99);
+  std::printf("   echo-insert floor: %.0f calls/s, p50 %.2f ms, p99 %.2f ms, %lld failed; CPU per "
+              "call server + PostgreSQL %.3f ms\n",
+              floor.calls_per_second(), Percentile(floor.latency_ms, 0.50),
+              Percentile(floor.latency_ms, 0.99), floor.failed, floor_cpu.total_ms());
+  std::printf("   %s: %.0f calls/s, p50 %.2f ms, p99 %.2f ms; CPU per call server + PostgreSQL "
+              "%.3f ms\n",
+              rpc.c_str(), real.calls_per_second(), Percentile(real.latency_ms, 0.50), real_p99,
+              real_cpu.total_ms());
+  int missed = 0;
+  auto verdict = [&](bool met) {
+    if (!met) ++missed;
+    return met ? "met" : "MISSED";
+  };
+  if (!goals.print) {
+    std::printf("   %s / floor: calls/s %.3f, CPU per call %.2fx\n", rpc.c_str(), calls_ratio,
+                cpu_ratio);
+  } else {
+    std::printf("   %s / floor: calls/s %.3f (goal >= %.2f: %s), CPU per call %.2fx", rpc.c_str(),
+                calls_ratio, goals.min_calls_ratio,
+                verdict(calls_ratio >= goals.min_calls_ratio), cpu_ratio);
+    if (goals.max_cpu_ratio > 0) {
+      std::printf(" (goal <= %.1fx: %s)", goals.max_cpu_ratio,
+                  verdict(cpu_ratio > 0 && cpu_ratio <= goals.max_cpu_ratio));
+    }
+    if (goals.max_p99_ms > 0) {
+      std::printf(", p99 %.2f ms (goal <= %.0f ms: %s)", real_p99, goals.max_p99_ms,
+                  verdict(real_p99 <= goals.max_p99_ms));
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  return missed;
+}
+
+}  // namespace dcl::bench

@@ -1,0 +1,52 @@
+// The load generator's side of the echo-insert floor (echo_insert_service.h), and the lines that
+// put a real RPC beside it: calls/s, p50/p99, CPU per call with the load generator apart, and
+// the ratios the issue's goals are stated in.
+#ifndef DCL_TESTS_BENCH_ECHO_FLOOR_H_
+#define DCL_TESTS_BENCH_ECHO_FLOOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/bench/cpu_meter.h"
+
+namespace dcl::bench {
+
+// What one load run measured: every call's latency, the run's length, and the CPU its client
+// threads spent (ThisThreadCpuSeconds, summed over the threads while they made calls).
+struct LoadRun {
+  std::vector<double> latency_ms;
+  double seconds = 0;
+  double load_generator_cpu_seconds = 0;
+  long long failed = 0;  // calls that did not answer OK
+  double calls_per_second() const { return seconds > 0 ? latency_ms.size() / seconds : 0; }
+};
+
+double Percentile(std::vector<double> values, double p);
+
+// `clients` threads, each with its own stub on channels[client % size], call
+// EchoInsertService.Insert with `authorization` for `seconds`. A failed call is counted and the
+// first is printed: the floor must be all OK to be a floor.
+LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int clients,
+                      double seconds, const std::string& authorization);
+
+// The floor's row and, beside it, the real RPC's ratios:
+//   echo-insert floor   N calls/s  p50  p99   CPU server + PostgreSQL per call
+//   <rpc> / floor: calls/s X (goal), CPU per call Y (goal), p99 Z ms (goal)
+// Goals are printed only where `goals` says so (the issue states them at 32 clients).
+struct FloorGoals {
+  bool print = false;
+  double min_calls_ratio = 0.5;  // real calls/s >= this x floor calls/s
+  double max_cpu_ratio = 2.0;    // real CPU per call <= this x floor's (-1: no goal)
+  double max_p99_ms = -1;        // -1: no goal
+};
+// Returns the number of goals missed (0 when none are printed).
+int PrintAgainstFloor(const std::string& rpc, const LoadRun& real, const ServerCpuPerCall& real_cpu,
+                      const LoadRun& floor, const ServerCpuPerCall& floor_cpu,
+                      const FloorGoals& goals);
+
+}  // namespace dcl::bench
+
+#endif  // DCL_TESTS_BENCH_ECHO_FLOOR_H_

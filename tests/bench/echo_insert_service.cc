@@ -1,0 +1,37 @@
+#include "tests/bench/echo_insert_service.h"
+
+#include <pqxx/pqxx>
+
+#include "absl/status/statusor.h"
+
+namespace dcl::bench {
+
+void EchoInsertServiceImpl::CreateTable(const std::string& url) {
+  pqxx::connection conn(url);
+  pqxx::nontransaction tx(conn);
+  // A row like a hold's: a uuid key, the organization, a text and a timestamp.
+  tx.exec(
+      "CREATE TABLE IF NOT EXISTS bench_echo_insert (id bigserial PRIMARY KEY, "
+      "org_id uuid NOT NULL, payload text NOT NULL, "
+      "created_at timestamptz NOT NULL DEFAULT now())");
+}
+
+grpc::Status EchoInsertServiceImpl::Insert(grpc::ServerContext* ctx,
+                                           const EchoInsertRequest* request,
+                                           EchoInsertResponse* response) {
+  return gate_.Run(ctx, admitted_as_, *request, [&](const Principal& p) -> absl::Status {
+    absl::StatusOr<int64_t> id = pool_.AutocommitIdempotent(
+        [&](pqxx::nontransaction& tx) -> absl::StatusOr<int64_t> {
+          return ExecCached(tx,
+                            "INSERT INTO bench_echo_insert (org_id, payload) "
+                            "VALUES ($1::uuid, $2) RETURNING id",
+                            p.org_id, request->payload())[0][0]
+              .as<int64_t>();
+        });
+    if (!id.ok()) return id.status();
+    response->set_id(*id);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace dcl::bench
