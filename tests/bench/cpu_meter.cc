@@ -94,8 +94,9 @@ CpuPerCall PrintCpuPerCall(const CpuSeconds& before, const CpuSeconds& after, lo
   const double database_ms = per_call.database_ms;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const double bound = cores * 1000.0 / (process_ms + database_ms);
-  std::printf("   CPU per call: %s %.3f ms, PostgreSQL %.3f ms; %u cores allow at most %.0f calls/s\n",
-              process_role.c_str(), process_ms, database_ms, cores, bound);
+  std::printf(
+      "   CPU per call: %s %.3f ms, PostgreSQL %.3f ms; %u cores allow at most %.0f calls/s\n",
+      process_role.c_str(), process_ms, database_ms, cores, bound);
   std::fflush(stdout);
   return per_call;
 }
@@ -113,8 +114,8 @@ ServerCpuPerCall MeasureServerCpuPerCall(const CpuSeconds& before, const CpuSeco
   cpu.load_generator_ms = load_generator_seconds * 1000.0 / calls;
   // /proc counts in clock ticks (10 ms), the threads in nanoseconds: over a run of seconds the
   // difference is noise, but it must not make the server's share negative.
-  cpu.server_ms = std::max(0.0, (after.process - before.process - load_generator_seconds) *
-                                    1000.0 / calls);
+  cpu.server_ms =
+      std::max(0.0, (after.process - before.process - load_generator_seconds) * 1000.0 / calls);
   if (before.database_measured && after.database_measured) {
     cpu.database_ms = (after.database - before.database) * 1000.0 / calls;
   }
@@ -123,13 +124,15 @@ ServerCpuPerCall MeasureServerCpuPerCall(const CpuSeconds& before, const CpuSeco
 
 void PrintServerCpuPerCall(const ServerCpuPerCall& cpu) {
   if (cpu.database_ms < 0) {
-    std::printf("   CPU per call, load generator apart: server %.3f ms, PostgreSQL not measured "
-                "(load generator %.3f ms)\n",
-                cpu.server_ms, cpu.load_generator_ms);
+    std::printf(
+        "   CPU per call, load generator apart: server %.3f ms, PostgreSQL not measured "
+        "(load generator %.3f ms)\n",
+        cpu.server_ms, cpu.load_generator_ms);
   } else {
-    std::printf("   CPU per call, load generator apart: server %.3f ms + PostgreSQL %.3f ms = "
-                "%.3f ms (load generator %.3f ms)\n",
-                cpu.server_ms, cpu.database_ms, cpu.total_ms(), cpu.load_generator_ms);
+    std::printf(
+        "   CPU per call, load generator apart: server %.3f ms + PostgreSQL %.3f ms = "
+        "%.3f ms (load generator %.3f ms)\n",
+        cpu.server_ms, cpu.database_ms, cpu.total_ms(), cpu.load_generator_ms);
   }
   std::fflush(stdout);
 }

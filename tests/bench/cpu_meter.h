@@ -10,14 +10,15 @@
 namespace dcl::bench {
 
 struct CpuSeconds {
-  double process = 0;   // this process, all threads
-  double database = 0;  // the postmaster and every process it started, live or exited
+  double process = 0;              // this process, all threads
+  double database = 0;             // the postmaster and every process it started, live or exited
   bool database_measured = false;  // false when the cluster is not on this machine
 };
 
 // CPU used so far, after a pause of 300 ms for backends whose clients just left. `url` names
-// the cluster (any of its databases); one short connection finds its postmaster. The database figure counts exited children through the postmaster's
-// cutime/cstime, so backends that came and went between two readings are not lost.
+// the cluster (any of its databases); one short connection finds its postmaster. The database
+// figure counts exited children through the postmaster's cutime/cstime, so backends that came and
+// went between two readings are not lost.
 CpuSeconds ReadCpuSeconds(const std::string& url);
 
 // CPU per call in milliseconds; -1 where it was not measured.

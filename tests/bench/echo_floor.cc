@@ -15,8 +15,7 @@ namespace dcl::bench {
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1,
-                         static_cast<size_t>(p * (values.size() - 1) + 0.5))];
+  return values[std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1) + 0.5))];
 }
 
 LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int clients,
@@ -69,14 +68,16 @@ int PrintAgainstFloor(const std::string& rpc, const LoadRun& real, const ServerC
                                ? real_cpu.total_ms() / floor_cpu.total_ms()
                                : -1;
   const double real_p99 = Percentile(real.latency_ms, 0.99);
-  std::printf("   echo-insert floor: %.0f calls/s, p50 %.2f ms, p99 %.2f ms, %lld failed; CPU per "
-              "call server + PostgreSQL %.3f ms\n",
-              floor.calls_per_second(), Percentile(floor.latency_ms, 0.50),
-              Percentile(floor.latency_ms, 0.99), floor.failed, floor_cpu.total_ms());
-  std::printf("   %s: %.0f calls/s, p50 %.2f ms, p99 %.2f ms; CPU per call server + PostgreSQL "
-              "%.3f ms\n",
-              rpc.c_str(), real.calls_per_second(), Percentile(real.latency_ms, 0.50), real_p99,
-              real_cpu.total_ms());
+  std::printf(
+      "   echo-insert floor: %.0f calls/s, p50 %.2f ms, p99 %.2f ms, %lld failed; CPU per "
+      "call server + PostgreSQL %.3f ms\n",
+      floor.calls_per_second(), Percentile(floor.latency_ms, 0.50),
+      Percentile(floor.latency_ms, 0.99), floor.failed, floor_cpu.total_ms());
+  std::printf(
+      "   %s: %.0f calls/s, p50 %.2f ms, p99 %.2f ms; CPU per call server + PostgreSQL "
+      "%.3f ms\n",
+      rpc.c_str(), real.calls_per_second(), Percentile(real.latency_ms, 0.50), real_p99,
+      real_cpu.total_ms());
   int missed = 0;
   auto verdict = [&](bool met) {
     if (!met) ++missed;
@@ -87,8 +88,8 @@ int PrintAgainstFloor(const std::string& rpc, const LoadRun& real, const ServerC
                 cpu_ratio);
   } else {
     std::printf("   %s / floor: calls/s %.3f (goal >= %.2f: %s), CPU per call %.2fx", rpc.c_str(),
-                calls_ratio, goals.min_calls_ratio,
-                verdict(calls_ratio >= goals.min_calls_ratio), cpu_ratio);
+                calls_ratio, goals.min_calls_ratio, verdict(calls_ratio >= goals.min_calls_ratio),
+                cpu_ratio);
     if (goals.max_cpu_ratio > 0) {
       std::printf(" (goal <= %.1fx: %s)", goals.max_cpu_ratio,
                   verdict(cpu_ratio > 0 && cpu_ratio <= goals.max_cpu_ratio));

@@ -20,8 +20,8 @@ grpc::Status EchoInsertServiceImpl::Insert(grpc::ServerContext* ctx,
                                            const EchoInsertRequest* request,
                                            EchoInsertResponse* response) {
   return gate_.Run(ctx, admitted_as_, *request, [&](const Principal& p) -> absl::Status {
-    absl::StatusOr<int64_t> id = pool_.AutocommitIdempotent(
-        [&](pqxx::nontransaction& tx) -> absl::StatusOr<int64_t> {
+    absl::StatusOr<int64_t> id =
+        pool_.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<int64_t> {
           return ExecCached(tx,
                             "INSERT INTO bench_echo_insert (org_id, payload) "
                             "VALUES ($1::uuid, $2) RETURNING id",
