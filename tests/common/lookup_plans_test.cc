@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "services/common/page_token.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/test_db.h"
@@ -25,11 +26,18 @@ namespace {
 using testing::TestDatabase;
 
 // The generic plan (as a prepared statement on a service connection has it after its fifth
-// call, and as dcl_reserve's statements have it from the first) of `statement` with `types`.
+// call, and as dcl_reserve's statements have it from the first) of `statement` with `types`,
+// under `settings` ("name=value", as a function's SET clauses are kept in pg_proc.proconfig).
 std::string GenericPlan(pqxx::connection& conn, const std::string& statement,
-                        const std::string& types, const std::string& arguments) {
+                        const std::string& types, const std::string& arguments,
+                        const std::vector<std::string>& settings = {}) {
   pqxx::work tx(conn);
   tx.exec("SET LOCAL plan_cache_mode = force_generic_plan");
+  for (const std::string& setting : settings) {
+    const size_t eq = setting.find('=');
+    tx.exec(absl::StrCat("SELECT set_config(", tx.quote(setting.substr(0, eq)), ", ",
+                         tx.quote(setting.substr(eq + 1)), ", true)"));
+  }
   tx.exec("DEALLOCATE ALL");
   tx.exec(absl::StrCat("PREPARE lookup(", types, ") AS ", statement));
   std::string plan;
@@ -104,6 +112,78 @@ TEST_CASE("lookups by key or id read their unique index in a never-analysed data
     CHECK(FirstColumn(db, indexes[0]) == lookup.key_column);
     CHECK(db.Scalar(absl::StrCat("SELECT indisunique FROM pg_index WHERE indexrelid = '",
                                  indexes[0], "'::regclass")) == "t");
+  }
+}
+
+// The settings dcl_reserve runs its statements with (its SET clauses).
+std::vector<std::string> ReserveSettings(const TestDatabase& db) {
+  const std::string list = db.Scalar(
+      "SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE proname = 'dcl_reserve'");
+  std::vector<std::string> settings;
+  for (size_t at = 0; at < list.size();) {
+    const size_t end = std::min(list.find(' ', at), list.size());
+    settings.push_back(list.substr(at, end - at));
+    at = end + 1;
+  }
+  return settings;
+}
+
+TEST_CASE("dcl_reserve reads an index for every statement after an ANALYZE of empty tables") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "S1");
+  // A fresh installation that autovacuum analysed before the first sale: statistics say the
+  // bindings, holds and devices are none. A plan made now stays until the next ANALYZE while
+  // the tables fill (a bulk import of bound machines).
+  db.Exec("ANALYZE");
+  REQUIRE(db.Scalar("SELECT reltuples FROM pg_class WHERE oid = 'service_bindings'::regclass") ==
+          "0");
+  const std::vector<std::string> settings = ReserveSettings(db);
+  INFO("dcl_reserve's settings: " << absl::StrJoin(settings, " "));
+
+  struct Statement {
+    std::string pattern;
+    std::vector<std::pair<std::string, std::string>> parameters;
+    std::string types, arguments;
+  };
+  const std::string uuids = absl::StrCat("'", org, "', '", site, "'");
+  const std::vector<Statement> statements = {
+      {R"(SELECT \* INTO reservation FROM reservations r\s+WHERE [^;]*)",
+       {{" INTO reservation", ""}, {"p_org", "$1::uuid"}, {"p_key", "$2::text"}},
+       "uuid, text",
+       absl::StrCat("'", org, "', 'order-1'")},
+      {R"(PERFORM 1 FROM sites s WHERE [^;]*)",
+       {{"PERFORM 1", "SELECT 1"}, {"p_site", "$1::uuid"}, {"p_org", "$2::uuid"}},
+       "uuid, uuid",
+       uuids},
+      {R"(SELECT array_agg\(w\.id ORDER BY w\.id\) INTO v_batch[^;]*)",
+       {{" INTO v_batch", ""}, {"p_site", "$1::uuid"}, {"v_lo", "$2::uuid"}, {"v_hi", "$3::uuid"}},
+       "uuid, uuid, uuid",
+       absl::StrCat(uuids, ", '", site, "'")},
+      {R"(SELECT d\.id, d\.site_id, d\.vendor[^;]*)",
+       {{" INTO v_device", ""},
+        {"v_batch", "$1::uuid[]"},
+        {"p_site", "$2::uuid"},
+        {"p_org", "$3::uuid"},
+        {"p_vendor", "$4::text"},
+        {"p_model", "$5::text"},
+        {"p_profile", "$6::text"}},
+       "uuid[], uuid, uuid, text, text, text",
+       absl::StrCat("ARRAY['", site, "']::uuid[], ", uuids, ", '', '', ''")},
+  };
+  auto conn = db.Connect();
+  for (const Statement& statement : statements) {
+    const std::vector<std::string> found =
+        testing::FunctionStatements(db, "dcl_reserve", statement.pattern, statement.parameters);
+    INFO(statement.pattern);
+    REQUIRE(!found.empty());
+    for (const std::string& sql : found) {
+      const std::string plan =
+          GenericPlan(*conn, sql, statement.types, statement.arguments, settings);
+      INFO(sql << "\n" << plan);
+      CHECK(plan.find("Seq Scan") == std::string::npos);
+      CHECK(!ScannedIndexes(plan).empty());
+    }
   }
 }
 
