@@ -14,8 +14,10 @@
 -- tests/common/lookup_plans_test checks the installed function's statements after an ANALYZE
 -- of empty tables.
 --
--- Only for this function (its SET clause applies to its own statements and to the foreign-key
--- checks its INSERT makes), not for the session.
+-- Only for these functions (a SET clause applies to the function's own statements and to the
+-- foreign-key checks its INSERT makes), not for the session. dcl_exclusion_summary, the
+-- refusal's explanation, plans the same way (migration 0024) and had the same scans.
 ALTER FUNCTION dcl_reserve(uuid, text, uuid, text, text, text, uuid, integer, text, integer,
                            integer, integer)
   SET enable_seqscan = off;
+ALTER FUNCTION dcl_exclusion_summary(uuid, uuid, integer) SET enable_seqscan = off;
