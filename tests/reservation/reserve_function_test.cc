@@ -164,7 +164,8 @@ TEST_CASE(
 // The walk's statements as installed, parameters in place of the function's variables.
 std::vector<std::string> WalkStatements(const TestDatabase& db) {
   return testing::FunctionStatements(
-      db, "dcl_reserve", R"(SELECT d\.id FROM devices d WHERE d\.site_id = p_site[^)]*LIMIT 16)",
+      db, "dcl_reserve",
+      R"(SELECT d\.id FROM devices d\s+WHERE \(d\.site_id, d\.id\)[\s\S]*?LIMIT 16)",
       {{"p_site", "$1::uuid"}, {"v_lo", "$2::uuid"}, {"v_hi", "$3::uuid"}});
 }
 
