@@ -43,6 +43,9 @@ inline constexpr int64_t kMaxRackPowerWatts = 1000000;
 inline constexpr int64_t kMaxRackWeightKg = 100000;
 inline constexpr int64_t kMaxDevicePowerWatts = 100000;
 inline constexpr int64_t kMaxDeviceWeightKg = 10000;
+// Items of one batch write (RegisterDevices, PlaceDevices): one transaction holds the locks of
+// all of them until it commits, so a batch stays short.
+inline constexpr int64_t kMaxBatchItems = 500;
 // Devices in one delivery (PlanDelivery / ReserveDelivery), a spec's count included.
 inline constexpr int64_t kMaxDeliveryItems = 1000;
 
@@ -119,7 +122,8 @@ absl::Status CheckText(const std::string& field, const std::string& value, size_
 // no RPC can forget them. Strings: fields named *_id or id at most kMaxIdLength, idempotency
 // keys kMaxKeyLength, note/reason kMaxNoteLength, anything else kMaxNameLength; all valid UTF-8
 // without NUL. Integers: the range kIntegerRanges declares. Enums: a value the enum defines
-// (proto3 lets a client send any number). Nested messages are checked too. Whether a field is
+// (proto3 lets a client send any number). Nested messages are checked too, an item of a repeated
+// field named by its index ("requests[3].serial"). Whether a field is
 // required, or must be a UUID, is the handler's check.
 absl::Status CheckRequestLimits(const google::protobuf::Message& request);
 
