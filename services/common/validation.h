@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <limits>
 #include <string>
 
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
+#include "services/common/status.h"
 
 namespace dcl {
 
@@ -106,6 +108,24 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.UpdateDeviceRequest", "power_draw_watts", 0, kMaxDevicePowerWatts},
     {"dcl.v1.UpdateDeviceRequest", "weight_kg", 0, kMaxDeviceWeightKg},
 };
+
+// A batch's items (`requests`) name distinct client request ids (empty ids aside): one id names
+// one write. INVALID_ARGUMENT naming `requests[i].request_id` of the later item otherwise.
+template <typename Batch>
+absl::Status CheckDistinctRequestIds(const Batch& batch) {
+  std::map<std::string, int> first;
+  for (int i = 0; i < batch.requests_size(); ++i) {
+    const std::string& id = batch.requests(i).request_id();
+    if (id.empty()) continue;
+    auto [it, fresh] = first.emplace(id, i);
+    if (!fresh) {
+      return InvalidInput("requests[" + std::to_string(i) + "].request_id",
+                          "the same request id as requests[" + std::to_string(it->second) +
+                              "]; one id names one write");
+    }
+  }
+  return absl::OkStatus();
+}
 
 // The declared range of an integer field, or nullptr when the table has none.
 const IntegerRange* FindIntegerRange(const std::string& message, const std::string& field);

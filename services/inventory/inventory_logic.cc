@@ -375,6 +375,7 @@ absl::Status InventoryLogic::RegisterDevices(const Principal& p,
   if (req.requests_size() > kMaxBatchItems) {
     return BatchTooLarge(req.requests_size(), kMaxBatchItems);
   }
+  DCL_RETURN_IF_ERROR(CheckDistinctRequestIds(req));
   std::vector<DeviceFields> fields;
   fields.reserve(req.requests_size());
   for (int i = 0; i < req.requests_size(); ++i) {
@@ -386,9 +387,14 @@ absl::Status InventoryLogic::RegisterDevices(const Principal& p,
   // ledger claims included, so a retry of the batch (or of any item alone) runs again. Each item
   // claims its own request id under RegisterDevice's name, with RegisterDevice's parameters
   // digest: an item and a single RegisterDevice with the same id replay each other.
+  //
+  // Every claim is made before the first device is inserted: the insert's statement trigger
+  // (migration 0023) takes the site's site_device_counts row lock until commit, and batches at
+  // one site wait for each other on it, so the batch holds it for the inserts only.
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
-    std::set<std::string> known_sites;
+    std::vector<request_ledger::Claim> claims;
+    claims.reserve(req.requests_size());
     for (int i = 0; i < req.requests_size(); ++i) {
       const v1::RegisterDeviceRequest& item = req.requests(i);
       v1::Device* device = out->add_devices();
@@ -399,11 +405,16 @@ absl::Status InventoryLogic::RegisterDevices(const Principal& p,
         bool item_replayed = false;
         DCL_RETURN_IF_ERROR(claim->Replay(device, &item_replayed));
         out->add_replayed_items(i);
-        continue;
       }
+      claims.push_back(*std::move(claim));
+    }
+    std::set<std::string> known_sites;
+    for (int i = 0; i < req.requests_size(); ++i) {
+      if (claims[i].replay) continue;
+      v1::Device* device = out->mutable_devices(i);
       absl::Status written = InsertRegistration(tx, p.org_id, fields[i], known_sites, device);
       if (!written.ok()) return ForBatchItem(written, "requests", i);
-      DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *device));
+      DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, claims[i], *device));
     }
     if (replayed != nullptr) *replayed = out->replayed_items_size() == req.requests_size();
     return absl::OkStatus();

@@ -188,6 +188,7 @@ absl::Status OccupancyLogic::PlaceDevices(const Principal& p, const v1::PlaceDev
   if (req.requests_size() > kMaxBatchItems) {
     return BatchTooLarge(req.requests_size(), kMaxBatchItems);
   }
+  DCL_RETURN_IF_ERROR(CheckDistinctRequestIds(req));
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
     for (int i = 0; i < req.requests_size(); ++i) {

@@ -229,6 +229,23 @@ TEST_CASE("RegisterDevices registers in order; a retried batch, a re-composed on
   CHECK(DetailOf(call.status).metadata().at("item") == "1");
   CHECK(w.Count("SELECT count(*) FROM devices") == 5);
   CHECK(w.Count("SELECT count(*) FROM devices WHERE serial = 'SN-NEW'") == 0);
+
+  // One id twice in one batch names one write twice: refused, naming the later item.
+  v1::RegisterDevicesRequest doubled;
+  *doubled.add_requests() = w.Device(w.site, "SN-D1", Id(40));
+  *doubled.add_requests() = w.Device(w.site, "SN-D1", Id(40));
+  call = w.Invoke(*w.inventory, &IS::RegisterDevices, w.op, doubled, &ignored);
+  CHECK(call.status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(DetailOf(call.status).metadata().at("field") == "requests[1].request_id");
+  v1::PlaceDevicesRequest doubled_places;
+  *doubled_places.add_requests() = w.Placement(w.rack, first.devices(0).id(), 1, Id(41));
+  *doubled_places.add_requests() = w.Placement(w.rack, first.devices(1).id(), 3, Id(41));
+  v1::PlaceDevicesResponse no_bookings;
+  call = w.Invoke(*w.occupancy, &OS::PlaceDevices, w.op, doubled_places, &no_bookings);
+  CHECK(call.status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(DetailOf(call.status).metadata().at("field") == "requests[1].request_id");
+  CHECK(w.Count("SELECT count(*) FROM devices") == 5);
+  CHECK(w.ActiveBookings() == 0);
 }
 
 TEST_CASE("RegisterDevices: one refused item fails the batch naming its index and the single "
