@@ -79,6 +79,13 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const forSale = await register("C", "Dell"); // the one machine Reserve's criteria match
   const retired = await register("D");
   mark("InventoryService/RegisterDevice");
+  // A batch of one (another vendor: the HPE listing below counts three).
+  const batch = await operator.inventory.registerDevices({
+    requests: [{ requestId: `dev-E-${unique}`, siteId: site.id, vendor: "Lenovo", model: "SR650", serial: `E-${unique}`, heightUnits: 1, depthClass: DepthClass.DEPTH_FULL, powerDrawWatts: 100, weightKg: 20 }],
+  });
+  assert.equal(batch.devices.length, 1);
+  assert.equal(batch.devices[0].serial, `E-${unique}`);
+  mark("InventoryService/RegisterDevices");
   assert.equal((await operator.inventory.getDevice({ deviceId: first.id })).serial, `A-${unique}`);
   mark("InventoryService/GetDevice");
   const listed = await operator.inventory.listDevices({ siteId: site.id, vendor: "HPE" });
@@ -106,6 +113,14 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   assert.equal(again.id, placed.id);
   assert.equal(replayHeader, "true", "a replayed write says so in the dcl-replay header");
   mark("OccupancyService/PlaceDevice");
+  const batchPlaced = await operator.occupancy.placeDevices({
+    requests: [{ rackId: rack.id, deviceId: batch.devices[0].id, side: Side.FRONT, unit: 31, requestId: `place-E-${unique}` }],
+  });
+  assert.equal(batchPlaced.bookings.length, 1);
+  assert.equal(batchPlaced.bookings[0].deviceId, batch.devices[0].id);
+  mark("OccupancyService/PlaceDevices");
+  // Released again: the capacity and delivery checks below count the first placement only.
+  await operator.occupancy.releaseBooking({ bookingId: batchPlaced.bookings[0].id, reason: "batch checked", requestId: `release-E-${unique}` });
   const taken = await refusal(operator.occupancy.placeDevice({ rackId: rack.id, deviceId: second.id, side: Side.FRONT, unit: 10 }));
   assert.equal(reasonOf(taken), "UNIT_OCCUPIED");
   const detail = taken.findDetails(ErrorDetailSchema)[0];
@@ -230,7 +245,7 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const all = [InventoryService, OccupancyService, MoveService, ReservationService].flatMap((s) =>
     s.methods.map((m) => `${s.name}/${m.name}`),
   );
-  assert.equal(all.length, 38);
+  assert.equal(all.length, 40);
   assert.deepEqual(all.filter((name) => !called.has(name)), []);
 });
 

@@ -106,6 +106,27 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
   for (std::thread& t : pool) t.join();
 }
 
+// Splits 0 … n - 1 into consecutive ranges of at most `size` (at least 1).
+std::vector<std::pair<size_t, size_t>> Batches(size_t n, int size) {
+  const size_t step = static_cast<size_t>(std::max(1, size));
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t begin = 0; begin < n; begin += step) out.push_back({begin, std::min(n, begin + step)});
+  return out;
+}
+
+// A batch's failure that says nothing about its items (the server is unreachable, the caller
+// may not write): sending the items singly would only fail the same way.
+bool FailsEveryItem(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Report* out) {
@@ -257,16 +278,57 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       v1::Device device;
     };
     std::vector<Registered> registered(to_register.size());
-    ParallelFor(to_register.size(), options.parallel, [&](size_t i) {
+    auto request_of = [&](size_t i) {
       const DevicePlan& p = *to_register[i];
       v1::RegisterDeviceRequest req = p.request;
       req.set_site_id(Lookup(site_id, p.site_netbox_id));
+      return req;
+    };
+    auto step = [&](size_t i) {
+      const DevicePlan& p = *to_register[i];
+      progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
+    };
+    auto register_one = [&](size_t i) {
+      const v1::RegisterDeviceRequest req = request_of(i);
       auto [status, replayed] = call([&](grpc::ClientContext* c) {
         return inventory->RegisterDevice(c, req, &registered[i].device);
       });
       registered[i].status = status;
       registered[i].replayed = replayed;
-      progress.Step("device " + (p.netbox_name.empty() ? p.request.serial() : p.netbox_name));
+      step(i);
+    };
+    const std::vector<std::pair<size_t, size_t>> batches =
+        Batches(to_register.size(), options.batch_size);
+    ParallelFor(batches.size(), options.batches_in_flight, [&](size_t b) {
+      const auto [begin, end] = batches[b];
+      if (options.batch_size <= 1) {
+        for (size_t i = begin; i < end; ++i) register_one(i);
+        return;
+      }
+      v1::RegisterDevicesRequest req;
+      for (size_t i = begin; i < end; ++i) *req.add_requests() = request_of(i);
+      v1::RegisterDevicesResponse resp;
+      const grpc::Status status =
+          call([&](grpc::ClientContext* c) { return inventory->RegisterDevices(c, req, &resp); })
+              .first;
+      if (status.ok() && resp.devices_size() == static_cast<int>(end - begin)) {
+        for (size_t i = begin; i < end; ++i) {
+          registered[i].device = resp.devices(static_cast<int>(i - begin));
+          step(i);
+        }
+        for (int k : resp.replayed_items()) {
+          if (k >= 0 && static_cast<size_t>(k) < end - begin) registered[begin + k].replayed = true;
+        }
+        return;
+      }
+      if (FailsEveryItem(status)) {
+        for (size_t i = begin; i < end; ++i) registered[i].status = status;
+        return;
+      }
+      // Refused (one item's refusal fails the whole batch, nothing of it written): each item
+      // again on its own, so that each refusal is reported with its own device and reason;
+      // the items' request ids are the batch's, so nothing is written twice.
+      ParallelFor(end - begin, options.parallel, [&](size_t k) { register_one(begin + k); });
     });
     for (size_t i = 0; i < to_register.size(); ++i) {
       const DevicePlan& p = *to_register[i];
@@ -305,8 +367,24 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   };
   // Every rack's elevation as it is before this run's placements: the reconciliation compares
   // NetBox's claims with it.
-  for (const RackPlan& r : plan.racks) {
-    if (auto failed = elevation_of(r.netbox_id)) return fail(*failed);
+  {
+    // Read `parallel` at a time: one GetRack per rack is most of a re-run's calls.
+    std::vector<int64_t> racks;
+    for (const RackPlan& r : plan.racks) {
+      if (!rack_id[r.netbox_id].empty()) racks.push_back(r.netbox_id);
+    }
+    std::vector<std::pair<grpc::Status, v1::Rack>> read(racks.size());
+    ParallelFor(racks.size(), options.parallel, [&](size_t i) {
+      v1::GetRackRequest req;
+      req.set_rack_id(Lookup(rack_id, racks[i]));
+      read[i].first = call([&](grpc::ClientContext* c) {
+                        return occupancy->GetRack(c, req, &read[i].second);
+                      }).first;
+    });
+    for (size_t i = 0; i < racks.size(); ++i) {
+      if (!read[i].first.ok()) return fail(read[i].first);
+      elevation[racks[i]] = std::move(read[i].second);
+    }
   }
   struct DclPlacement {
     int64_t rack_netbox_id = 0;
@@ -384,7 +462,7 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       (overlaps.count(to_place[i].plan->netbox_id) > 0 ? last : first).push_back(i);
     }
     std::vector<grpc::Status> placed(to_place.size());
-    auto place = [&](size_t i) {
+    auto request_of = [&](size_t i) {
       const DevicePlan& p = *to_place[i].plan;
       v1::PlaceDeviceRequest req;
       req.set_rack_id(Lookup(rack_id, p.rack_netbox_id));
@@ -395,12 +473,38 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       // Derived from NetBox's ids: a re-run within the ledger's retention replays this call.
       req.set_request_id(DerivedRequestId(absl::StrCat(
           "netbox placement ", p.netbox_id, " rack ", p.rack_netbox_id, " unit ", p.unit)));
+      return req;
+    };
+    auto place = [&](size_t i) {
+      const v1::PlaceDeviceRequest req = request_of(i);
       v1::Booking booking;
       placed[i] = call([&](grpc::ClientContext* c) {
                     return occupancy->PlaceDevice(c, req, &booking);
                   }).first;
     };
-    ParallelFor(first.size(), options.parallel, [&](size_t k) { place(first[k]); });
+    const std::vector<std::pair<size_t, size_t>> batches =
+        Batches(first.size(), options.batch_size);
+    ParallelFor(batches.size(), options.batches_in_flight, [&](size_t b) {
+      const auto [begin, end] = batches[b];
+      if (options.batch_size <= 1) {
+        for (size_t k = begin; k < end; ++k) place(first[k]);
+        return;
+      }
+      v1::PlaceDevicesRequest req;
+      for (size_t k = begin; k < end; ++k) *req.add_requests() = request_of(first[k]);
+      v1::PlaceDevicesResponse resp;
+      const grpc::Status status =
+          call([&](grpc::ClientContext* c) { return occupancy->PlaceDevices(c, req, &resp); })
+              .first;
+      if (status.ok() && resp.bookings_size() == static_cast<int>(end - begin)) return;
+      if (FailsEveryItem(status)) {
+        for (size_t k = begin; k < end; ++k) placed[first[k]] = status;
+        return;
+      }
+      // Refused or lost a race (nothing of the batch is booked): each placement again on its
+      // own, so that the report names each refused device with the units it collides on.
+      ParallelFor(end - begin, options.parallel, [&](size_t k) { place(first[begin + k]); });
+    });
     for (size_t i : last) place(i);
     for (size_t i = 0; i < to_place.size(); ++i) {
       const grpc::Status& status = placed[i];

@@ -2,9 +2,11 @@
 // occupancy services. What exists is matched by natural keys first (site name, rack name in its
 // site, device serial, a placement's exact slots, units already blocked), which outlives the
 // servers' 7-day request ledger; every write carries a request id derived from NetBox ids, so a
-// re-run (or a retry after a timeout) replays instead of writing twice. Placements go through
-// PlaceDevice, the one booking write path; the slot index decides who wins, and a refusal is
-// reported with the units it names. Nothing is moved or released.
+// re-run (or a retry after a timeout) replays instead of writing twice. Registrations and
+// placements travel in batches (RegisterDevices, PlaceDevices) whose items carry the same
+// request ids as the single calls, so a batch, a re-composed batch and a single call replay
+// each other. Placements go through PlaceDevice's write path, the one booking write path; the
+// slot index decides who wins, and a refusal is reported with the units it names. Nothing is moved or released.
 //
 // Re-sync is reconciliation: a device dcl already has (found by serial, or registered by an
 // earlier run) is never placed by the import. Where NetBox puts it elsewhere than dcl — other
@@ -33,8 +35,13 @@ struct ApplyOptions {
   bool progress = false;  // a one-line progress bar on stdout, when stdout is a terminal
   // Names this run in the reasons of the blockings drift makes ("import 2026-12-01T20:31:07Z").
   std::string run = "import";
-  // Registrations and placements in flight at once (each its own call and transaction; the
-  // slot index still decides every placement).
+  // Registrations and placements go in batches (RegisterDevices, PlaceDevices: one call and
+  // one transaction per batch, all or none; the slot index still decides every placement) of
+  // at most `batch_size` devices, `batches_in_flight` at once. A refused batch is sent again
+  // one device per call, `parallel` calls at once, so that the report names each refused
+  // device with its own reason. batch_size 1 = single calls only.
+  int batch_size = 200;
+  int batches_in_flight = 3;
   int parallel = 8;
 };
 

@@ -1,6 +1,7 @@
 #include "services/common/status.h"
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 
 namespace dcl {
 
@@ -33,6 +34,35 @@ absl::Status NotFound(const std::string& what, const std::string& id) {
 
 absl::Status Internal(const std::string& message) {
   return Error(absl::StatusCode::kInternal, v1::INTERNAL_ERROR, message);
+}
+
+absl::Status ForBatchItem(const absl::Status& status, const std::string& field, int index) {
+  if (status.ok()) return status;
+  const std::string item = absl::StrCat(field, "[", index, "]");
+  v1::ErrorDetail detail;
+  if (std::optional<v1::ErrorDetail> own = GetErrorDetail(status)) {
+    detail = *std::move(own);
+  } else {
+    detail.set_reason(ReasonOf(status));
+  }
+  detail.set_message(absl::StrCat(item, ": ", status.message()));
+  auto& metadata = *detail.mutable_metadata();
+  metadata["item"] = absl::StrCat(index);
+  if (auto it = metadata.find("field"); it != metadata.end()) {
+    it->second = absl::StrCat(item, ".", it->second);
+  }
+  absl::Status wrapped(status.code(), detail.message());
+  wrapped.SetPayload(kErrorDetailUrl, absl::Cord(detail.SerializeAsString()));
+  return wrapped;
+}
+
+absl::Status BatchTooLarge(int items, int64_t limit) {
+  return Error(absl::StatusCode::kInvalidArgument, v1::INVALID_INPUT,
+               absl::StrCat("requests: ", items, " items; at most ", limit,
+                            " in one batch, split it"))
+      .Meta("field", "requests")
+      .Meta("items", absl::StrCat(items))
+      .Meta("limit", absl::StrCat(limit));
 }
 
 std::optional<v1::ErrorDetail> GetErrorDetail(const absl::Status& status) {

@@ -4,6 +4,7 @@
 #ifndef DCL_SERVICES_COMMON_STATUS_H_
 #define DCL_SERVICES_COMMON_STATUS_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,16 @@ class Error {
 absl::Status InvalidInput(const std::string& field, const std::string& message);
 absl::Status NotFound(const std::string& what, const std::string& id);
 absl::Status Internal(const std::string& message);
+
+// The status of item `index` of a batch's repeated field `field` (AIP-233: a batch that fails
+// fails with its refused item's status, so a caller reads the same reason as from the single
+// call): same code, reason and details; the message starts "requests[3]: ", metadata "item" is
+// the index, and a metadata "field" (an INVALID_INPUT's field) becomes "requests[3].serial".
+absl::Status ForBatchItem(const absl::Status& status, const std::string& field, int index);
+
+// A batch of more items than `limit` (kMaxBatchItems, validation.h): INVALID_ARGUMENT / INVALID_INPUT,
+// metadata field "requests", "items" (how many were sent) and "limit".
+absl::Status BatchTooLarge(int items, int64_t limit);
 
 // The ErrorDetail of a status, if it carries one.
 std::optional<v1::ErrorDetail> GetErrorDetail(const absl::Status& status);

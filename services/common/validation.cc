@@ -166,7 +166,8 @@ absl::Status CheckMessage(const google::protobuf::Message& message, const std::s
       if (field->is_repeated()) {
         for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
           absl::Status status =
-              CheckMessage(reflection->GetRepeatedMessage(message, field, i), path + ".");
+              CheckMessage(reflection->GetRepeatedMessage(message, field, i),
+                           absl::StrCat(path, "[", i, "]."));
           if (!status.ok()) return status;
         }
       } else {

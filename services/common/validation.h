@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <limits>
 #include <string>
 
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
+#include "services/common/status.h"
 
 namespace dcl {
 
@@ -43,6 +45,9 @@ inline constexpr int64_t kMaxRackPowerWatts = 1000000;
 inline constexpr int64_t kMaxRackWeightKg = 100000;
 inline constexpr int64_t kMaxDevicePowerWatts = 100000;
 inline constexpr int64_t kMaxDeviceWeightKg = 10000;
+// Items of one batch write (RegisterDevices, PlaceDevices): one transaction holds the locks of
+// all of them until it commits, so a batch stays short.
+inline constexpr int64_t kMaxBatchItems = 500;
 // Devices in one delivery (PlanDelivery / ReserveDelivery), a spec's count included.
 inline constexpr int64_t kMaxDeliveryItems = 1000;
 
@@ -104,6 +109,24 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.UpdateDeviceRequest", "weight_kg", 0, kMaxDeviceWeightKg},
 };
 
+// A batch's items (`requests`) name distinct client request ids (empty ids aside): one id names
+// one write. INVALID_ARGUMENT naming `requests[i].request_id` of the later item otherwise.
+template <typename Batch>
+absl::Status CheckDistinctRequestIds(const Batch& batch) {
+  std::map<std::string, int> first;
+  for (int i = 0; i < batch.requests_size(); ++i) {
+    const std::string& id = batch.requests(i).request_id();
+    if (id.empty()) continue;
+    auto [it, fresh] = first.emplace(id, i);
+    if (!fresh) {
+      return InvalidInput("requests[" + std::to_string(i) + "].request_id",
+                          "the same request id as requests[" + std::to_string(it->second) +
+                              "]; one id names one write");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The declared range of an integer field, or nullptr when the table has none.
 const IntegerRange* FindIntegerRange(const std::string& message, const std::string& field);
 
@@ -119,7 +142,8 @@ absl::Status CheckText(const std::string& field, const std::string& value, size_
 // no RPC can forget them. Strings: fields named *_id or id at most kMaxIdLength, idempotency
 // keys kMaxKeyLength, note/reason kMaxNoteLength, anything else kMaxNameLength; all valid UTF-8
 // without NUL. Integers: the range kIntegerRanges declares. Enums: a value the enum defines
-// (proto3 lets a client send any number). Nested messages are checked too. Whether a field is
+// (proto3 lets a client send any number). Nested messages are checked too, an item of a repeated
+// field named by its index ("requests[3].serial"). Whether a field is
 // required, or must be a UUID, is the handler's check.
 absl::Status CheckRequestLimits(const google::protobuf::Message& request);
 

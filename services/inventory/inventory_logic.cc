@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -294,9 +295,11 @@ absl::Status InventoryLogic::UpdateRack(const Principal& p, const v1::UpdateRack
 // ---------------------------------------------------------------------------------------------
 // Devices
 
-absl::Status InventoryLogic::RegisterDevice(const Principal& p,
-                                            const v1::RegisterDeviceRequest& req, v1::Device* out,
-                                            bool* replayed) {
+namespace {
+
+// RegisterDevice's checks of one request (INVALID_ARGUMENT before anything is read or written),
+// and the row it asks for.
+absl::StatusOr<DeviceFields> RegistrationFields(const v1::RegisterDeviceRequest& req) {
   DCL_RETURN_IF_ERROR(CheckId("site_id", req.site_id()));
   DCL_RETURN_IF_ERROR(CheckName("vendor", req.vendor()));
   DCL_RETURN_IF_ERROR(CheckName("model", req.model()));
@@ -331,16 +334,91 @@ absl::Status InventoryLogic::RegisterDevice(const Principal& p,
   fields.depth_class = DepthName(req.depth_class());
   if (req.has_power_draw_watts()) fields.power_draw_watts = req.power_draw_watts();
   if (req.has_weight_kg()) fields.weight_kg = req.weight_kg();
+  return fields;
+}
+
+// The one registration write, inside the caller's transaction (RegisterDevice's own, or one
+// RegisterDevices transaction for all its items). `known_sites` holds the sites this
+// transaction has already found, so a batch reads each site once.
+absl::Status InsertRegistration(pqxx::transaction_base& tx, const std::string& org_id,
+                                const DeviceFields& fields, std::set<std::string>& known_sites,
+                                v1::Device* out) {
+  if (known_sites.count(fields.site_id) == 0) {
+    if (!FindSite(tx, org_id, fields.site_id)) return NotFound("site", fields.site_id);
+    known_sites.insert(fields.site_id);
+  }
+  absl::StatusOr<v1::Device> device = InsertDevice(tx, org_id, fields);
+  if (!device.ok()) return device.status();
+  *out = *std::move(device);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status InventoryLogic::RegisterDevice(const Principal& p,
+                                            const v1::RegisterDeviceRequest& req, v1::Device* out,
+                                            bool* replayed) {
+  absl::StatusOr<DeviceFields> fields = RegistrationFields(req);
+  if (!fields.ok()) return fields.status();
   return request_ledger::TransactOnce(pool_, p.org_id, Rpc::kRegisterDevice, req.request_id(), req,
                                       out, replayed, [&](pqxx::work& tx) -> absl::Status {
-                                        if (!FindSite(tx, p.org_id, req.site_id()))
-                                          return NotFound("site", req.site_id());
-                                        absl::StatusOr<v1::Device> device =
-                                            InsertDevice(tx, p.org_id, fields);
-                                        if (!device.ok()) return device.status();
-                                        *out = *std::move(device);
-                                        return absl::OkStatus();
+                                        std::set<std::string> known_sites;
+                                        return InsertRegistration(tx, p.org_id, *fields,
+                                                                  known_sites, out);
                                       });
+}
+
+absl::Status InventoryLogic::RegisterDevices(const Principal& p,
+                                             const v1::RegisterDevicesRequest& req,
+                                             v1::RegisterDevicesResponse* out, bool* replayed) {
+  if (req.requests().empty()) return InvalidInput("requests", "at least one item is needed");
+  if (req.requests_size() > kMaxBatchItems) {
+    return BatchTooLarge(req.requests_size(), kMaxBatchItems);
+  }
+  DCL_RETURN_IF_ERROR(CheckDistinctRequestIds(req));
+  std::vector<DeviceFields> fields;
+  fields.reserve(req.requests_size());
+  for (int i = 0; i < req.requests_size(); ++i) {
+    absl::StatusOr<DeviceFields> item = RegistrationFields(req.requests(i));
+    if (!item.ok()) return ForBatchItem(item.status(), "requests", i);
+    fields.push_back(*std::move(item));
+  }
+  // All or none, in one transaction: the first refused item rolls back every item before it,
+  // ledger claims included, so a retry of the batch (or of any item alone) runs again. Each item
+  // claims its own request id under RegisterDevice's name, with RegisterDevice's parameters
+  // digest: an item and a single RegisterDevice with the same id replay each other.
+  //
+  // Every claim is made before the first device is inserted: the insert's statement trigger
+  // (migration 0023) takes the site's site_device_counts row lock until commit, and batches at
+  // one site wait for each other on it, so the batch holds it for the inserts only.
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    out->Clear();
+    std::vector<request_ledger::Claim> claims;
+    claims.reserve(req.requests_size());
+    for (int i = 0; i < req.requests_size(); ++i) {
+      const v1::RegisterDeviceRequest& item = req.requests(i);
+      v1::Device* device = out->add_devices();
+      absl::StatusOr<request_ledger::Claim> claim = request_ledger::Begin(
+          tx, p.org_id, Rpc::kRegisterDevice, item.request_id(), item);
+      if (!claim.ok()) return ForBatchItem(claim.status(), "requests", i);
+      if (claim->replay) {
+        bool item_replayed = false;
+        DCL_RETURN_IF_ERROR(claim->Replay(device, &item_replayed));
+        out->add_replayed_items(i);
+      }
+      claims.push_back(*std::move(claim));
+    }
+    std::set<std::string> known_sites;
+    for (int i = 0; i < req.requests_size(); ++i) {
+      if (claims[i].replay) continue;
+      v1::Device* device = out->mutable_devices(i);
+      absl::Status written = InsertRegistration(tx, p.org_id, fields[i], known_sites, device);
+      if (!written.ok()) return ForBatchItem(written, "requests", i);
+      DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, claims[i], *device));
+    }
+    if (replayed != nullptr) *replayed = out->replayed_items_size() == req.requests_size();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status InventoryLogic::GetDevice(const Principal& p, const v1::GetDeviceRequest& req,

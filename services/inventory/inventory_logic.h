@@ -58,6 +58,11 @@ class InventoryLogic {
 
   absl::Status RegisterDevice(const Principal& p, const v1::RegisterDeviceRequest& req,
                               v1::Device* out, bool* replayed);
+  // Up to kMaxBatchItems registrations in one transaction, all or none; a refused item fails
+  // the batch with its own status (ForBatchItem: `requests[i]`). *replayed: every item was
+  // answered from the request ledger (nothing written).
+  absl::Status RegisterDevices(const Principal& p, const v1::RegisterDevicesRequest& req,
+                               v1::RegisterDevicesResponse* out, bool* replayed);
   absl::Status GetDevice(const Principal& p, const v1::GetDeviceRequest& req, v1::Device* out);
   absl::Status ListDevices(const Principal& p, const v1::ListDevicesRequest& req,
                            v1::ListDevicesResponse* out);

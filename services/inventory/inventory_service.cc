@@ -54,6 +54,14 @@ grpc::Status InventoryServiceImpl::RegisterDevice(grpc::ServerContext* ctx, cons
   });
 }
 
+grpc::Status InventoryServiceImpl::RegisterDevices(grpc::ServerContext* ctx,
+                                                 const v1::RegisterDevicesRequest* req,
+                                                 v1::RegisterDevicesResponse* resp) {
+  return gate_.RunWrite(ctx, Rpc::kRegisterDevices, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.RegisterDevices(p, *req, resp, replayed);
+  });
+}
+
 grpc::Status InventoryServiceImpl::GetDevice(grpc::ServerContext* ctx, const v1::GetDeviceRequest* req,
                                          v1::Device* resp) {
   return gate_.Run(ctx, Rpc::kGetDevice, *req,

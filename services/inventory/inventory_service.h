@@ -32,6 +32,8 @@ class InventoryServiceImpl final : public v1::InventoryService::Service {
                       v1::RackRecord* resp) override;
   grpc::Status RegisterDevice(grpc::ServerContext* ctx, const v1::RegisterDeviceRequest* req,
                       v1::Device* resp) override;
+  grpc::Status RegisterDevices(grpc::ServerContext* ctx, const v1::RegisterDevicesRequest* req,
+                      v1::RegisterDevicesResponse* resp) override;
   grpc::Status GetDevice(grpc::ServerContext* ctx, const v1::GetDeviceRequest* req,
                       v1::Device* resp) override;
   grpc::Status ListDevices(grpc::ServerContext* ctx, const v1::ListDevicesRequest* req,

@@ -145,22 +145,74 @@ absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec,
                                       });
 }
 
-absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
-                                         v1::Booking* out, bool* replayed) {
+namespace {
+
+// PlaceDevice's one write, inside the caller's transaction (PlaceDevice's own, or one
+// PlaceDevices transaction for all its items): a new placement, or one out of the unit
+// reservation the request names. Both go through the booking write path (booking_store.h),
+// where the slot index and the device index decide.
+absl::StatusOr<v1::Booking> PlaceInTransaction(pqxx::transaction_base& tx, const Principal& p,
+                                               const v1::PlaceDeviceRequest& req) {
   const BookingSpec spec = DeviceFootprintSpec(
       v1::BOOKING_PLACEMENT, req.rack_id(), req.device_id(), req.side(), req.unit(), req.reason());
-  if (req.reservation_id().empty()) {
-    return Create(p, spec, Rpc::kPlaceDevice, req, req.request_id(), out, replayed);
-  }
+  if (req.reservation_id().empty()) return CreateBooking(tx, p, spec);
   // Out of a unit reservation: its units become the placement (booking_store.h says how).
+  return PromoteReservation(tx, p, req.reservation_id(), spec);
+}
+
+}  // namespace
+
+absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
+                                         v1::Booking* out, bool* replayed) {
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kPlaceDevice, req.request_id(), req, out, replayed,
       [&](pqxx::work& tx) -> absl::Status {
-        absl::StatusOr<v1::Booking> booking = PromoteReservation(tx, p, req.reservation_id(), spec);
+        absl::StatusOr<v1::Booking> booking = PlaceInTransaction(tx, p, req);
         if (!booking.ok()) return booking.status();
         *out = *std::move(booking);
         return absl::OkStatus();
       });
+}
+
+// All or none, in one transaction, rather than a result per item: a caller that reads only
+// the batch's status can never leave half a rack placed without knowing it (a skip that loses
+// data is a refusal), the ledger's rule "only successful answers are kept" stays whole per
+// batch, and a refusal names its item (ForBatchItem) with the reason PlaceDevice would give;
+// a caller that wants every item's own answer sends those items singly (the NetBox import
+// does). No savepoint per item is needed: a lost race on the slot or device index is caught
+// inside the schema's dcl_insert_booking (the transaction survives it, and CreateBooking re-reads
+// the colliding units for the message), and every other refusal rolls the whole batch back.
+absl::Status OccupancyLogic::PlaceDevices(const Principal& p, const v1::PlaceDevicesRequest& req,
+                                          v1::PlaceDevicesResponse* out, bool* replayed) {
+  if (req.requests().empty()) return InvalidInput("requests", "at least one item is needed");
+  if (req.requests_size() > kMaxBatchItems) {
+    return BatchTooLarge(req.requests_size(), kMaxBatchItems);
+  }
+  DCL_RETURN_IF_ERROR(CheckDistinctRequestIds(req));
+  return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    out->Clear();
+    for (int i = 0; i < req.requests_size(); ++i) {
+      const v1::PlaceDeviceRequest& item = req.requests(i);
+      v1::Booking* booking = out->add_bookings();
+      // Each item claims its own request id under PlaceDevice's name and parameters digest:
+      // an item and a single PlaceDevice with the same id replay each other.
+      absl::StatusOr<request_ledger::Claim> claim =
+          request_ledger::Begin(tx, p.org_id, Rpc::kPlaceDevice, item.request_id(), item);
+      if (!claim.ok()) return ForBatchItem(claim.status(), "requests", i);
+      if (claim->replay) {
+        bool item_replayed = false;
+        DCL_RETURN_IF_ERROR(claim->Replay(booking, &item_replayed));
+        out->add_replayed_items(i);
+        continue;
+      }
+      absl::StatusOr<v1::Booking> placed = PlaceInTransaction(tx, p, item);
+      if (!placed.ok()) return ForBatchItem(placed.status(), "requests", i);
+      *booking = *std::move(placed);
+      DCL_RETURN_IF_ERROR(request_ledger::Finish(tx, *claim, *booking));
+    }
+    if (replayed != nullptr) *replayed = out->replayed_items_size() == req.requests_size();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req,

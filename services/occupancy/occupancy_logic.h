@@ -44,6 +44,11 @@ class OccupancyLogic {
   // already answered sets *replayed (may be null) and returns the first answer.
   absl::Status PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req, v1::Booking* out,
                            bool* replayed = nullptr);
+  // Up to kMaxBatchItems placements through PlaceDevice's write path in one transaction, all
+  // or none; a refused item fails the batch with its own status (ForBatchItem: `requests[i]`).
+  // *replayed: every item was answered from the request ledger (nothing written).
+  absl::Status PlaceDevices(const Principal& p, const v1::PlaceDevicesRequest& req,
+                            v1::PlaceDevicesResponse* out, bool* replayed = nullptr);
   absl::Status BlockUnits(const Principal& p, const v1::BlockUnitsRequest& req, v1::Booking* out,
                           bool* replayed = nullptr);
   absl::Status ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,

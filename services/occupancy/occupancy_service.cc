@@ -30,6 +30,14 @@ grpc::Status OccupancyServiceImpl::PlaceDevice(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status OccupancyServiceImpl::PlaceDevices(grpc::ServerContext* ctx,
+                                                const v1::PlaceDevicesRequest* req,
+                                                v1::PlaceDevicesResponse* resp) {
+  return gate_.RunWrite(ctx, Rpc::kPlaceDevices, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.PlaceDevices(p, *req, resp, replayed);
+  });
+}
+
 grpc::Status OccupancyServiceImpl::BlockUnits(grpc::ServerContext* ctx,
                                               const v1::BlockUnitsRequest* req, v1::Booking* resp) {
   return gate_.RunWrite(ctx, Rpc::kBlockUnits, *req, [&](const Principal& p, bool* replayed) {

@@ -23,6 +23,8 @@ class OccupancyServiceImpl final : public v1::OccupancyService::Service {
                            v1::PlanBookingResponse* resp) override;
   grpc::Status PlaceDevice(grpc::ServerContext* ctx, const v1::PlaceDeviceRequest* req,
                            v1::Booking* resp) override;
+  grpc::Status PlaceDevices(grpc::ServerContext* ctx, const v1::PlaceDevicesRequest* req,
+                            v1::PlaceDevicesResponse* resp) override;
   grpc::Status BlockUnits(grpc::ServerContext* ctx, const v1::BlockUnitsRequest* req,
                           v1::Booking* resp) override;
   grpc::Status ReserveUnits(grpc::ServerContext* ctx, const v1::ReserveUnitsRequest* req,

@@ -20,7 +20,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "dcl/v1/inventory.grpc.pb.h"
 #include "dcl/v1/inventory.pb.h"
+#include "dcl/v1/occupancy.grpc.pb.h"
 #include "services/common/rpc_gate.h"
 #include "services/inventory/inventory_logic.h"
 #include "services/inventory/inventory_service.h"
@@ -206,6 +208,67 @@ TEST_CASE("import netbox: unreadable input is a usage error (exit 2) and writes 
   Result bad_map = Run(w, {"import", "netbox", "--dir", FixtureDir(), "--site-map", "fra1"});
   CHECK(bad_map.exit == 2);
   CHECK(Count(w, "sites") == "0");
+}
+
+TEST_CASE("import netbox: a batch refused for one registration, and one refused for one "
+          "placement on taken units, is sent again device by device: the report names exactly "
+          "those devices with their reasons, and every other device is written") {
+  World w;
+  auto inventory = v1::InventoryService::NewStub(w.server.Channel());
+  auto occupancy = v1::OccupancyService::NewStub(w.server.Channel());
+  auto ctx = [&] { return testing::ContextWithToken(w.operator_token); };
+  // An operator made NetBox's site and rack beforehand and blocked front U11 of the rack, where
+  // NetBox places fra1-web-02 (device 102).
+  v1::CreateSiteRequest site_req;
+  site_req.set_name("Frankfurt 1");
+  v1::Site site;
+  REQUIRE(inventory->CreateSite(ctx().get(), site_req, &site).ok());
+  v1::CreateRackRequest rack_req;
+  rack_req.set_site_id(site.id());
+  rack_req.set_name("FRA1-A01");
+  rack_req.mutable_geometry()->set_first_unit(1);
+  rack_req.mutable_geometry()->set_unit_count(42);
+  rack_req.mutable_geometry()->set_numbering(v1::NUMBERING_ASCENDING);
+  rack_req.mutable_geometry()->set_has_rear(true);
+  v1::RackRecord rack;
+  REQUIRE(inventory->CreateRack(ctx().get(), rack_req, &rack).ok());
+  v1::BlockUnitsRequest block;
+  block.set_rack_id(rack.id());
+  block.set_side(v1::SIDE_FRONT);
+  block.set_first_unit(11);
+  block.set_last_unit(11);
+  block.set_reason("cabling");
+  v1::Booking blocked;
+  REQUIRE(occupancy->BlockUnits(ctx().get(), block, &blocked).ok());
+  // fra1-web-01's serial (device 101) belongs to a machine of this organization at another site.
+  v1::CreateSiteRequest elsewhere_req;
+  elsewhere_req.set_name("Elsewhere");
+  v1::Site elsewhere;
+  REQUIRE(inventory->CreateSite(ctx().get(), elsewhere_req, &elsewhere).ok());
+  v1::RegisterDeviceRequest taken;
+  taken.set_site_id(elsewhere.id());
+  taken.set_vendor("Dell");
+  taken.set_model("R650");
+  taken.set_serial("DL-0101");
+  taken.set_height_units(1);
+  v1::Device taken_device;
+  REQUIRE(inventory->RegisterDevice(ctx().get(), taken, &taken_device).ok());
+
+  Result first = Run(w, {"import", "netbox", "--dir", FixtureDir()});
+  INFO(first.out << first.err);
+  REQUIRE(first.exit == 4);
+  CHECK(absl::StrContains(first.out, "refused: 3"));
+  CHECK(absl::StrContains(first.out, "device 101 (fra1-web-01): registration refused: "));
+  CHECK(absl::StrContains(first.out, "device 102 (fra1-web-02): placement at rack 11 (FRA1-A01) "
+                                     "front U11 refused: units taken: front U11"));
+  CHECK(absl::StrContains(first.out, "device 106 (fra1-web-03): placement at rack 11 (FRA1-A01) "
+                                     "front U21 refused: units taken: front+rear U21"));
+  // Ten of NetBox's eleven registered (not fra1-web-01), beside the one at the other site.
+  CHECK(Count(w, "devices") == "11");
+  CHECK(Count(w, "devices WHERE serial = 'DL-0101'") == "1");
+  CHECK(SlotsOf(w, "DL-0102") == "");
+  CHECK(SlotsOf(w, "DL-0103") == "FRA1-A01 front20 front21 rear20 rear21");
+  CHECK(SlotsOf(w, "DL-0111") == "FRA1-A02 front10 rear10");
 }
 
 TEST_CASE("device register, set-state replayed, list, show; decommission refused while placed") {

@@ -74,6 +74,12 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
         R"(rack_id: "{rack}" device_id: "{device}" side: {side} unit: {unit} reason: "racked")",
         R"(request_id: "{key}" rack_id: "{rack:site1}" device_id: "{device:unplaced}" side: {side}
            unit: {unit} reservation_id: "{booking:reservation}")"}},
+      {"dcl.v1.OccupancyService.PlaceDevices",
+       {R"(requests { request_id: "{key}" rack_id: "{rack:site1}" device_id: "{device:unplaced}"
+                      side: {side} unit: {unit} }
+           requests { request_id: "{key}" rack_id: "{rack:site1}" device_id: "{device:unplaced}"
+                      side: {side} unit: {unit} })",
+        R"(requests { rack_id: "{rack}" device_id: "{device}" side: {side} unit: {unit} })"}},
       {"dcl.v1.OccupancyService.BlockUnits",
        {R"(request_id: "{key}" rack_id: "{rack}" side: {side} both_sides: {bool} first_unit: {unit}
            last_unit: {unit+} reason: "cabling")",
@@ -136,6 +142,11 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
        {R"(request_id: "{key}" site_id: "{site}" vendor: "Dell" model: "R650"
            height_units: {int:1..4} depth_class: {enum:dcl.v1.DepthClass}
            power_draw_watts: {int:0..900})"}},
+      {"dcl.v1.InventoryService.RegisterDevices",
+       {R"(requests { request_id: "{key}" site_id: "{site}" vendor: "Dell" model: "R650"
+                      height_units: {int:1..4} depth_class: {enum:dcl.v1.DepthClass} }
+           requests { request_id: "{key}" site_id: "{site}" vendor: "HPE" model: "DL360"
+                      height_units: {int:1..4} power_draw_watts: {int:0..900} })"}},
       {"dcl.v1.InventoryService.GetDevice", {R"(device_id: "{device}")"}},
       {"dcl.v1.InventoryService.ListDevices",
        {R"(site_id: "{site}" vendor: "Dell" page_size: {int:0..5})", ""}},

@@ -184,6 +184,17 @@ std::map<Rpc, Call> Calls() {
     r.set_unit(20);
     return Unary<v1::PlaceDeviceRequest, v1::Booking>(*s.occupancy, &OS::PlaceDevice, t, r);
   };
+  calls[Rpc::kPlaceDevices] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::PlaceDevicesRequest r;
+    v1::PlaceDeviceRequest* item = r.add_requests();
+    item->set_request_id(request_id);
+    item->set_rack_id(ids.rack_free);
+    item->set_device_id(ids.device_to_move);
+    item->set_side(v1::SIDE_FRONT);
+    item->set_unit(20);
+    return Unary<v1::PlaceDevicesRequest, v1::PlaceDevicesResponse>(*s.occupancy,
+                                                                     &OS::PlaceDevices, t, r);
+  };
   calls[Rpc::kBlockUnits] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::BlockUnitsRequest r;
     r.set_request_id(request_id);
@@ -336,6 +347,17 @@ std::map<Rpc, Call> Calls() {
     r.set_model("R650");
     r.set_height_units(1);
     return Unary<v1::RegisterDeviceRequest, v1::Device>(*s.inventory, &IS::RegisterDevice, t, r);
+  };
+  calls[Rpc::kRegisterDevices] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::RegisterDevicesRequest r;
+    v1::RegisterDeviceRequest* item = r.add_requests();
+    item->set_request_id(request_id);
+    item->set_site_id(ids.site);
+    item->set_vendor("Dell");
+    item->set_model("R650");
+    item->set_height_units(1);
+    return Unary<v1::RegisterDevicesRequest, v1::RegisterDevicesResponse>(
+        *s.inventory, &IS::RegisterDevices, t, r);
   };
   calls[Rpc::kGetDevice] = [](Suite& s, const std::string& t, const Ids& ids) {
     v1::GetDeviceRequest r;
