@@ -128,7 +128,7 @@ std::vector<std::string> FunctionSettings(const TestDatabase& db, const std::str
   return settings;
 }
 
-// Migration 0030. A fresh installation that an ANALYZE saw empty: every lookup costs the same to
+// Migration 0031. A fresh installation that an ANALYZE saw empty: every lookup costs the same to
 // the planner, and a plan made now stays until the next ANALYZE or VACUUM while the tables fill
 // (a bulk import of bound machines).
 TEST_CASE(

@@ -2,6 +2,7 @@
 // holding states (and with the code's constant), and every rule the schema owns is enforced by
 // the constraint the code maps by name.
 #include <catch2/catch.hpp>
+#include <pqxx/pqxx>
 #include <set>
 #include <string>
 
@@ -161,8 +162,9 @@ TEST_CASE("active bindings: a service on one machine, a machine for one service;
   REQUIRE(status.ok());
 }
 
-// site_device_counts (migration 0023) is what a refusal's wrong_site count reads: it must equal
-// the devices table's own count after every kind of write to devices.
+// site_device_counts (migration 0023, in stripes since 0032-0034) is what a refusal's wrong_site
+// count reads: the sum of a site's stripes must equal the devices table's own count after every
+// kind of write to devices.
 TEST_CASE("site_device_counts follows inserts, bulk inserts, deletes and site changes exactly") {
   TestDatabase db;
   const Seed a = SeedOrg(db, "acme");
@@ -172,7 +174,8 @@ TEST_CASE("site_device_counts follows inserts, bulk inserts, deletes and site ch
     // Sites whose kept count differs from the table's (a missing row counts as 0).
     return db.Scalar(
         "SELECT count(*) FROM sites s "
-        "LEFT JOIN site_device_counts c ON c.org_id = s.org_id AND c.site_id = s.id "
+        "LEFT JOIN (SELECT org_id, site_id, sum(devices) AS devices FROM site_device_counts "
+        "  GROUP BY 1, 2) c ON c.org_id = s.org_id AND c.site_id = s.id "
         "LEFT JOIN (SELECT org_id, site_id, count(*) AS n FROM devices GROUP BY 1, 2) d "
         "  ON d.org_id = s.org_id AND d.site_id = s.id "
         "WHERE coalesce(c.devices, 0) <> coalesce(d.n, 0)");
@@ -181,11 +184,11 @@ TEST_CASE("site_device_counts follows inserts, bulk inserts, deletes and site ch
   // One statement adding devices to two sites of one organization and one of another.
   db.Exec(absl::StrCat(
       "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
-      "SELECT o, s, 'Dell', 'R650', 1, 'full' FROM (VALUES ('", a.org, "'::uuid, '", a.site,
-      "'::uuid), ('", a.org, "', '", other_site, "'), ('", b.org, "', '", b.site,
-      "')) v(o, s), generate_series(1, 7)"));
+      "SELECT o, s, 'Dell', 'R650', 1, 'full' FROM (VALUES ('",
+      a.org, "'::uuid, '", a.site, "'::uuid), ('", a.org, "', '", other_site, "'), ('", b.org,
+      "', '", b.site, "')) v(o, s), generate_series(1, 7)"));
   CHECK(mismatches() == "0");
-  CHECK(db.Scalar(absl::StrCat("SELECT devices FROM site_device_counts WHERE site_id = '",
+  CHECK(db.Scalar(absl::StrCat("SELECT sum(devices) FROM site_device_counts WHERE site_id = '",
                                other_site, "'")) == "7");
   db.Exec(absl::StrCat("DELETE FROM devices WHERE id IN (SELECT id FROM devices WHERE site_id = '",
                        other_site, "' LIMIT 3)"));
@@ -194,11 +197,45 @@ TEST_CASE("site_device_counts follows inserts, bulk inserts, deletes and site ch
                        "' WHERE id IN (SELECT id FROM devices WHERE site_id = '", a.site,
                        "' AND id <> '", a.device, "' LIMIT 2)"));
   CHECK(mismatches() == "0");
-  CHECK(db.Scalar(absl::StrCat("SELECT devices FROM site_device_counts WHERE site_id = '",
+  CHECK(db.Scalar(absl::StrCat("SELECT sum(devices) FROM site_device_counts WHERE site_id = '",
                                other_site, "'")) == "6");
   // A write that does not touch org or site leaves the counts alone.
   db.Exec("UPDATE devices SET process_state = 'staging'");
   CHECK(mismatches() == "0");
+}
+
+// Two transactions adding devices to one site do not wait for each other (migrations 0032-0034):
+// each counts in the stripe of its transaction id. Before, both updated the site's one row and
+// the second waited for the first's commit (a NetBox import's registrations ran in line).
+TEST_CASE("two transactions adding devices to one site do not wait for each other") {
+  TestDatabase db;
+  const Seed a = SeedOrg(db, "acme");
+  const std::string add_device = absl::StrCat(
+      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) VALUES ('",
+      a.org, "', '", a.site, "', 'Dell', 'R650', 1, 'full')");
+  auto first_conn = db.Connect();
+  auto second_conn = db.Connect();
+  pqxx::work first(*first_conn);
+  first.exec(add_device);  // holds its stripe's row until it ends
+  const long long first_stripe = first.exec1("SELECT txid_current() % 16")[0].as<long long>();
+  // The second in a stripe of its own: transaction ids are cluster-wide and other tests take
+  // some, so a second transaction whose id falls on the first's stripe gives way to another.
+  for (int attempt = 0;; ++attempt) {
+    REQUIRE(attempt < 64);
+    pqxx::work second(*second_conn);
+    if (second.exec1("SELECT txid_current() % 16")[0].as<long long>() == first_stripe) {
+      second.abort();
+      continue;
+    }
+    second.exec("SET LOCAL lock_timeout = '2s'");
+    CHECK_NOTHROW(second.exec(add_device));  // before: lock timeout, waiting for `first`
+    second.commit();
+    break;
+  }
+  first.commit();
+  CHECK(db.Scalar(absl::StrCat("SELECT sum(devices) FROM site_device_counts WHERE site_id = '",
+                               a.site, "'")) ==
+        db.Scalar(absl::StrCat("SELECT count(*) FROM devices WHERE site_id = '", a.site, "'")));
 }
 
 // dcl_exclusion_summary reads the asked site 1,024 devices at a time (migration 0024): over
@@ -209,35 +246,50 @@ TEST_CASE("the exclusion summary over a site of several batches adds up to the t
   const std::string other_site = testing::CreateSite(db, a.org, "AMS1");
   db.Exec(absl::StrCat(
       "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
-      "SELECT '", a.org, "', '", a.site, "', CASE WHEN g % 3 = 0 THEN 'HPE' ELSE 'Dell' END, "
+      "SELECT '",
+      a.org, "', '", a.site,
+      "', CASE WHEN g % 3 = 0 THEN 'HPE' ELSE 'Dell' END, "
       "'R650', 1, 'full' FROM generate_series(1, 2500) g"));
   db.Exec(absl::StrCat(
       "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) "
-      "SELECT '", a.org, "', '", other_site, "', 'Dell', 'R650', 1, 'full' "
+      "SELECT '",
+      a.org, "', '", other_site,
+      "', 'Dell', 'R650', 1, 'full' "
       "FROM generate_series(1, 40)"));
   db.Exec(absl::StrCat(
       "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
-      "selection_reason, expires_at) SELECT '", a.org, "', 'k' || id, id, '", a.site,
+      "selection_reason, expires_at) SELECT '",
+      a.org, "', 'k' || id, id, '", a.site,
       "', '{}', now() + interval '1 hour' FROM devices WHERE site_id = '", a.site,
       "' ORDER BY md5(id::text) LIMIT 700"));
-  db.Exec(absl::StrCat("UPDATE devices SET decommissioned_at = now(), decommissioned_by = 't' "
-                       "WHERE id IN (SELECT id FROM devices WHERE site_id = '", a.site,
-                       "' ORDER BY md5(id::text) DESC LIMIT 90)"));
+  db.Exec(
+      absl::StrCat("UPDATE devices SET decommissioned_at = now(), decommissioned_by = 't' "
+                   "WHERE id IN (SELECT id FROM devices WHERE site_id = '",
+                   a.site, "' ORDER BY md5(id::text) DESC LIMIT 90)"));
   const std::string summary = absl::StrCat(
       "SELECT at_asked_site, vendor, held, decommissioned, sum(devices)::bigint AS n "
-      "FROM dcl_exclusion_summary('", a.org, "', '", a.site, "', 5) GROUP BY 1, 2, 3, 4");
-  const std::string table = absl::StrCat(
-      "SELECT d.site_id = '", a.site, "' AS at_asked_site, "
-      "CASE WHEN d.site_id = '", a.site, "' THEN d.vendor ELSE '' END AS vendor, "
-      "d.site_id = '", a.site, "' AND EXISTS (SELECT 1 FROM reservations h "
-      "  WHERE h.device_id = d.id AND h.state = 'held') AS held, "
-      "d.site_id = '", a.site, "' AND d.decommissioned_at IS NOT NULL AS decommissioned, "
-      "count(*) AS n FROM devices d WHERE d.org_id = '", a.org, "' GROUP BY 1, 2, 3, 4");
+      "FROM dcl_exclusion_summary('",
+      a.org, "', '", a.site, "', 5) GROUP BY 1, 2, 3, 4");
+  const std::string table =
+      absl::StrCat("SELECT d.site_id = '", a.site,
+                   "' AS at_asked_site, "
+                   "CASE WHEN d.site_id = '",
+                   a.site,
+                   "' THEN d.vendor ELSE '' END AS vendor, "
+                   "d.site_id = '",
+                   a.site,
+                   "' AND EXISTS (SELECT 1 FROM reservations h "
+                   "  WHERE h.device_id = d.id AND h.state = 'held') AS held, "
+                   "d.site_id = '",
+                   a.site,
+                   "' AND d.decommissioned_at IS NOT NULL AS decommissioned, "
+                   "count(*) AS n FROM devices d WHERE d.org_id = '",
+                   a.org, "' GROUP BY 1, 2, 3, 4");
   // Rows in one and not the other, both ways: none.
-  CHECK(db.Scalar(absl::StrCat("SELECT count(*) FROM ((", summary, ") EXCEPT (", table,
-                               ")) x")) == "0");
-  CHECK(db.Scalar(absl::StrCat("SELECT count(*) FROM ((", table, ") EXCEPT (", summary,
-                               ")) x")) == "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT count(*) FROM ((", summary, ") EXCEPT (", table, ")) x")) ==
+        "0");
+  CHECK(db.Scalar(absl::StrCat("SELECT count(*) FROM ((", table, ") EXCEPT (", summary, ")) x")) ==
+        "0");
   CHECK(db.Scalar(absl::StrCat("SELECT sum(devices) FROM dcl_exclusion_summary('", a.org, "', '",
                                a.site, "', 5) WHERE at_asked_site")) == "2501");
 }
