@@ -389,8 +389,9 @@ absl::Status InventoryLogic::RegisterDevices(const Principal& p,
   // digest: an item and a single RegisterDevice with the same id replay each other.
   //
   // Every claim is made before the first device is inserted: the insert's statement trigger
-  // (migration 0023) takes the site's site_device_counts row lock until commit, and batches at
-  // one site wait for each other on it, so the batch holds it for the inserts only.
+  // (migration 0023) takes a row lock of the site's count until commit, so the batch holds it
+  // for the inserts only. Since migrations 0032-0034 that row is one of 16 stripes, chosen by
+  // the transaction id: batches at one site rarely meet on it.
   return pool_.Transact([&](pqxx::work& tx) -> absl::Status {
     out->Clear();
     std::vector<request_ledger::Claim> claims;
