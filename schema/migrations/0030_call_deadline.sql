@@ -12,7 +12,7 @@
 -- It is set with set_config(..., true), so it ends with the transaction (and stays with it
 -- behind a transaction-pooling PgBouncer); a transaction that never sets it behaves exactly as
 -- before. Set by:
---   * dcl_reserve(..., p_call_deadline), the Reserve path (below);
+--   * dcl_reserve_within_deadline(), the Reserve path (below);
 --   * the request ledger's claim (services/common/request_ledger.cc), the first statement of
 --     every write that carries a client request id.
 --
@@ -59,12 +59,13 @@ CREATE CONSTRAINT TRIGGER client_requests_call_deadline AFTER INSERT ON client_r
   FOR EACH ROW EXECUTE FUNCTION dcl_refuse_after_call_deadline();
 
 -- Reserve under its caller's deadline: dcl_reserve() of migration 0020 (unchanged, and still
--- what a caller without a deadline may call) behind two checks. A call that reaches the
+-- what a caller without a deadline may call) behind two checks. A name of its own rather than an
+-- overload, so that dcl_reserve names one function (the plan tests read its source by name). A call that reaches the
 -- database after its deadline does no work at all: refused before the key's advisory lock and
 -- the walk. Otherwise the deadline is set for the statement's transaction, and a hold that is
 -- ready only after it (a wait on the key's lock, a slow walk) is refused at COMMIT by
 -- reservations_call_deadline. p_call_deadline NULL: no deadline, exactly dcl_reserve().
-CREATE FUNCTION dcl_reserve(
+CREATE FUNCTION dcl_reserve_within_deadline(
   p_org uuid, p_key text, p_site uuid, p_vendor text, p_model text, p_profile text,
   p_walk_start uuid, p_ttl_seconds integer, p_actor text,
   p_max_candidates integer, p_max_attempts integer, p_max_rows integer,

@@ -206,7 +206,7 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
   static const std::string* sql = new std::string(absl::StrCat(
       "SELECT ", ReservationColumns(),
       ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited "
-      "FROM dcl_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ",
+      "FROM dcl_reserve_within_deadline($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ",
       SqlTimestampFromMicros("nullif($13, '')"), ") f, LATERAL (SELECT (f.reservation).*) r"));
   const std::string deadline = CallDeadlineParameter(call_deadline);
   // ExecCached: parsed and planned once per connection where the connection is its own.

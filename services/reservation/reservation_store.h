@@ -102,7 +102,7 @@ std::string RandomWalkStart();
 // the statement's, so its row and advisory locks end with it. A prepared statement of the
 // connection where the connection is the session's own (ExecCached, db.h).
 // `call_deadline` (absl::InfiniteFuture(): none) is the caller's: the database refuses a call
-// that arrives after it and a hold that would commit after it (dcl_reserve's p_call_deadline,
+// that arrives after it and a hold that would commit after it (dcl_reserve_within_deadline,
 // schema/migrations/0030_call_deadline.sql), with kCallerDeadlineSqlState; nothing is written.
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
                                  const std::string& key, const Criteria& criteria,

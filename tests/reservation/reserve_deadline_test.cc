@@ -1,8 +1,8 @@
 // A Reserve whose caller has given up does not hold a machine afterwards (the 30-minute fault
 // history's failure, order-15-633: a paused replica committed a hold after its caller's deadline
 // and after the same-key retry had been refused). The server does not abandon its database work
-// when the deadline passes, so the database refuses to commit it: dcl_reserve refuses a call
-// that arrives late, and a deferred trigger refuses a hold committed after the deadline
+// when the deadline passes, so the database refuses to commit it: dcl_reserve_within_deadline
+// refuses a call that arrives late, and a deferred trigger refuses a hold committed after the deadline
 // (schema/migrations/0030_call_deadline.sql).
 //
 // The delay is real: the test's own connection holds the advisory lock dcl_reserve takes for
@@ -62,7 +62,7 @@ const char kAdvisoryWaiters[] =
 // Backends of this database still running a dcl_reserve statement.
 const char kReservesRunning[] =
     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-    "AND pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%dcl_reserve(%'";
+    "AND pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%dcl_reserve%'";
 
 // The test's own session holding dcl_reserve's advisory lock of one order's key.
 class KeyLock {
@@ -202,14 +202,14 @@ TEST_CASE(
 }
 
 TEST_CASE("the database refuses a hold committed after the deadline set for its transaction") {
-  // The rule itself, with no server in between: dcl_reserve under a deadline that is still
-  // ahead when it starts and behind when the transaction commits.
+  // The rule itself, with no server in between: a Reserve under a deadline that is still ahead
+  // when it starts and behind when the transaction commits.
   ReservationEnv env;
   env.Device();
   auto conn = env.db.Connect();
   pqxx::work tx(*conn);
   tx.exec_params(
-      "SELECT f.outcome FROM dcl_reserve($1, 'order-x', $2, '', '', '', "
+      "SELECT f.outcome FROM dcl_reserve_within_deadline($1, 'order-x', $2, '', '', '', "
       "'00000000-0000-0000-0000-000000000000', 900, 'test', 25, 5, 1024, "
       "clock_timestamp() + interval '200 milliseconds') f",
       env.org, env.site);
