@@ -1,7 +1,7 @@
 // The deadline of the RPC this thread is serving, for the database to enforce where a write
 // commits (rule 6: a deadline is enforced where it is used). RpcGate sets it from
 // grpc::ServerContext::deadline() for the duration of the call's logic; the write paths pass it
-// into their transaction (dcl_reserve's p_call_deadline, the request ledger's claim), and
+// into their transaction (dcl_reserve_within_deadline, the request ledger's claim), and
 // PostgreSQL refuses to commit the write once its clock is past it
 // (schema/migrations/0030_call_deadline.sql). Work outside an RPC (the sweeper, migrations,
 // tests that call the logic directly) has no deadline and behaves as before.

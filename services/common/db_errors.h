@@ -21,8 +21,9 @@ std::string SqlStateOf(const std::exception& e);
 
 // Serialization failure or deadlock → ABORTED (retry); lock or statement timeout → ABORTED /
 // DEADLINE_EXCEEDED; the caller's deadline passed before the commit (kCallerDeadlineSqlState) →
-// DEADLINE_EXCEEDED CALLER_DEADLINE_PASSED, nothing written; connection lost, server shutting down or out of connections →
-// UNAVAILABLE; malformed value → INVALID_ARGUMENT; anything else → INTERNAL (logged).
+// DEADLINE_EXCEEDED CALLER_DEADLINE_PASSED, nothing written; connection lost, server shutting
+// down or out of connections → UNAVAILABLE; malformed value → INVALID_ARGUMENT; anything else →
+// INTERNAL (logged).
 absl::Status DbErrorToStatus(const std::exception& e);
 
 }  // namespace dcl

@@ -116,6 +116,19 @@ TEST_CASE(
   CHECK(g.env.db.Count("SELECT count(*) FROM reservations WHERE state = 'held'") == 1);
 }
 
+TEST_CASE("over gRPC without a deadline: the gate sets none, and Reserve holds as before") {
+  grpc::ServerContext no_deadline;
+  CHECK(RpcGate::CallDeadlineOf(no_deadline) == absl::InfiniteFuture());
+  GrpcEnv g;
+  const std::string device = g.env.Device();
+  grpc::ClientContext context;  // no deadline set
+  context.AddMetadata("authorization", "Bearer " + g.commerce_token);
+  v1::ReserveResponse response;
+  REQUIRE(g.stub->Reserve(&context, ReserveRequest("order-1", g.env.site), &response).ok());
+  CHECK_FALSE(response.replay());
+  CHECK(response.reservation().device_id() == device);
+}
+
 TEST_CASE(
     "a Reserve whose deadline passes while it waits in the database is DEADLINE_EXCEEDED "
     "CALLER_DEADLINE_PASSED and writes nothing; the same-key retry holds the machine") {
