@@ -183,8 +183,8 @@ TEST_CASE("a concurrent claim of the same id waits for the first and replays its
 }
 
 TEST_CASE(
-    "a write whose commit comes after its caller's deadline is refused by the database: "
-    "DEADLINE_EXCEEDED CALLER_DEADLINE_PASSED, no claim, nothing written; in time it commits") {
+    "a write committed after its caller's deadline: the database refuses it (DEADLINE_EXCEEDED "
+    "CALLER_DEADLINE_PASSED), no claim, nothing written; in time it commits") {
   testing::TestDatabase db;
   const std::string org = testing::CreateOrg(db, "acme");
   std::unique_ptr<DbPool> pool = db.MakePool(2);
@@ -205,7 +205,7 @@ TEST_CASE(
     late = request_ledger::TransactOnce(*pool, org, Rpc::kCreateSite, kId, SiteRequest("FRA1"),
                                         &out, &replayed, write("late", 0.4));
   }
-  INFO(late.ToString());
+  INFO(absl::StatusCodeToString(late.code()) << ": " << late.message());
   CHECK(late.code() == absl::StatusCode::kDeadlineExceeded);
   CHECK(ReasonOf(late) == v1::CALLER_DEADLINE_PASSED);
   CHECK(db.Count("SELECT count(*) FROM client_requests") == 0);

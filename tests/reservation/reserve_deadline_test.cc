@@ -150,7 +150,7 @@ TEST_CASE(
   lock.Release();
   server_thread.join();
 
-  INFO(late.status.ToString());
+  INFO(absl::StatusCodeToString(late.status.code()) << ": " << late.status.message());
   CHECK(late.status.code() == absl::StatusCode::kDeadlineExceeded);
   CHECK(ReasonOf(late.status) == v1::CALLER_DEADLINE_PASSED);
   CHECK(env.db.Count("SELECT count(*) FROM reservations") == 0);
@@ -164,8 +164,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a Reserve that reaches the database after its deadline does no work: it neither waits "
-    "for its key's lock nor walks") {
+    "a late Reserve does no work: arriving after its deadline it neither waits for its key's "
+    "lock nor walks") {
   ReservationEnv env;
   env.Device();
   KeyLock lock(env.db, env.org, "order-too-late");
@@ -177,7 +177,8 @@ TEST_CASE(
                                     &late.response);
   }
   const absl::Duration took = absl::Now() - start;
-  INFO(late.status.ToString() << " after " << absl::FormatDuration(took));
+  INFO(absl::StatusCodeToString(late.status.code()) << ": " << late.status.message() << " after "
+                                                    << absl::FormatDuration(took));
   CHECK(late.status.code() == absl::StatusCode::kDeadlineExceeded);
   CHECK(ReasonOf(late.status) == v1::CALLER_DEADLINE_PASSED);
   // Had it taken the key's lock it would have waited for the test's session until the pool's
@@ -188,8 +189,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "without a deadline, and with a generous one, Reserve answers exactly as before: a hold, "
-    "its replay, NO_CAPACITY") {
+    "no deadline or a generous one: Reserve answers exactly as before (a hold, its replay, "
+    "NO_CAPACITY)") {
   ReservationEnv env;
   const std::string device = env.Device();
   for (const absl::Time deadline : {absl::InfiniteFuture(), absl::Now() + absl::Minutes(1)}) {
