@@ -42,6 +42,14 @@ absl::Status DbErrorToStatus(const std::exception& e) {
                  "the transaction lost a race with another one; retry")
         .Meta("sqlstate", state);
   }
+  if (state == kCallerDeadlineSqlState) {
+    // The database refused the commit (or the start) of a write whose caller has given up: the
+    // transaction rolled back, so nothing of it exists and a retry with the same key runs anew.
+    spdlog::info("write refused by the database: its caller's deadline passed");
+    return Error(absl::StatusCode::kDeadlineExceeded, v1::CALLER_DEADLINE_PASSED,
+                 "the call's deadline passed before its write could commit; nothing was written, "
+                 "retry with the same key or request id");
+  }
   if (state == "57014") {
     spdlog::warn("statement timed out: {}", e.what());
     return Error(absl::StatusCode::kDeadlineExceeded, v1::DEADLINE,

@@ -9,16 +9,22 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "services/common/call_deadline.h"
 #include "services/common/status.h"
 
 namespace dcl::request_ledger {
 namespace {
 
 // Bytes travel as hex text: libpqxx 6 has no bytea parameter that is not a binarystring dance.
+// The claim also sets the transaction's dcl.call_deadline to the caller's deadline ($5, '' for
+// none; call_deadline.h), in the same round trip: the claim row, and the write with it, then
+// does not commit after that deadline (the deferred trigger client_requests_call_deadline,
+// schema/migrations/0030_call_deadline.sql).
 constexpr char kClaimSql[] =
+    "WITH call AS (SELECT set_config('dcl.call_deadline', $5, true)) "
     "INSERT INTO client_requests (org_id, request_id, rpc, params_sha256) "
-    "VALUES ($1::uuid, $2, $3, decode($4, 'hex')) ON CONFLICT (org_id, request_id) DO NOTHING "
-    "RETURNING 1";
+    "SELECT $1::uuid, $2, $3, decode($4, 'hex') FROM call "
+    "ON CONFLICT (org_id, request_id) DO NOTHING RETURNING 1";
 constexpr char kReadSql[] =
     "SELECT rpc, encode(params_sha256, 'hex'), encode(response, 'hex') FROM client_requests "
     "WHERE org_id = $1::uuid AND request_id = $2";
@@ -85,7 +91,9 @@ absl::StatusOr<Claim> Begin(pqxx::transaction_base& tx, const std::string& org_i
   // With a concurrent claim of the same id in flight, this statement waits on the primary key
   // until that transaction ends: rolled back → this insert proceeds; committed → no row here and
   // the committed row is read below (a new statement sees it under READ COMMITTED).
-  if (!ExecCached(tx, kClaimSql, org_id, request_id, rpc_name, digest_hex).empty()) {
+  if (!ExecCached(tx, kClaimSql, org_id, request_id, rpc_name, digest_hex,
+                  CallDeadlineParameter(CallDeadlineOnThisThread()))
+           .empty()) {
     return claim;
   }
   pqxx::result existing = ExecCached(tx, kReadSql, org_id, request_id);

@@ -20,6 +20,12 @@
 // FAILED_PRECONDITION REQUEST_ID_REUSED naming the RPC the id belongs to. Finish stores the
 // serialized response in the same transaction, so a committed row always has its answer.
 //
+// The claim carries the caller's deadline into the transaction (call_deadline.h): PostgreSQL
+// refuses to commit the claim, and so the whole write, once its clock is past it, and the call
+// fails DEADLINE_EXCEEDED CALLER_DEADLINE_PASSED (schema/migrations/0030_call_deadline.sql). A
+// server that resumes after a pause cannot commit a write whose caller has given up and may
+// have retried.
+//
 // A call that fails (any non-OK status) rolls back its transaction and its claim with it: no row
 // stays, and a retry with the same id runs the write again (and may succeed where the first was
 // refused). Only successful answers are replayed.

@@ -7,6 +7,7 @@
 #ifndef DCL_SERVICES_COMMON_RPC_GATE_H_
 #define DCL_SERVICES_COMMON_RPC_GATE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "services/common/auth.h"
+#include "services/common/call_deadline.h"
 #include "services/common/db.h"
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_catalog.h"
@@ -46,6 +48,9 @@ class RpcGate {
     absl::Status status = principal.status();
     if (principal.ok()) status = CheckRequestLimits(request);
     if (principal.ok() && status.ok()) {
+      // The write paths hand the caller's deadline to the database, which refuses to commit
+      // after it (call_deadline.h).
+      CallDeadlineScope deadline(CallDeadlineOf(*ctx));
       try {
         status = fn(*principal);
       } catch (const std::exception& e) {
@@ -70,6 +75,13 @@ class RpcGate {
         Run(ctx, rpc, request, [&](const Principal& p) { return fn(p, &replayed); });
     if (status.ok() && replayed) ctx->AddInitialMetadata(kReplayHeader, "true");
     return status;
+  }
+
+  // The deadline gRPC gives the call on this server's clock; absl::InfiniteFuture() for none.
+  static absl::Time CallDeadlineOf(const grpc::ServerContext& ctx) {
+    const std::chrono::system_clock::time_point deadline = ctx.deadline();
+    if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+    return absl::FromChrono(deadline);
   }
 
   // Authentication, role and module switch, in that order.

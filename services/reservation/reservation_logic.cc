@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "services/common/call_deadline.h"
 #include "services/common/logging.h"
 #include "services/common/page_token.h"
 #include "services/common/request_ledger.h"
@@ -122,6 +123,8 @@ struct ReserveCall {
   int ttl_seconds = 0;
   std::string walk_start;
   WalkLimits limits;
+  // The caller's deadline, enforced by the database (call_deadline.h); none outside an RPC.
+  absl::Time deadline = absl::InfiniteFuture();
 };
 
 // Everything is checked before the database is asked, so a bad request writes nothing and names
@@ -145,6 +148,7 @@ absl::StatusOr<ReserveCall> ReadReserveRequest(const Principal& principal,
   call.ttl_seconds =
       request.has_ttl_seconds() ? request.ttl_seconds() : options.default_ttl_seconds;
   call.limits = WalkLimits{options.max_candidates, options.max_attempts, options.max_rows_walked};
+  call.deadline = CallDeadlineOnThisThread();
   return call;
 }
 
@@ -170,7 +174,8 @@ absl::StatusOr<ReserveDecision> DecideInDatabase(DbPool& pool, const ReserveCall
       [&](pqxx::nontransaction& tx) -> absl::StatusOr<ReserveDecision> {
         ReserveDecision decision;
         decision.outcome = ReserveInDatabase(tx, call.org, call.key, call.criteria, call.walk_start,
-                                             call.ttl_seconds, call.actor, call.limits);
+                                             call.ttl_seconds, call.actor, call.limits,
+                                             call.deadline);
         if (IsRefusal(decision.outcome.kind)) {
           decision.summary = SummarizeExclusions(tx, call.org, call.criteria, max_listed_devices);
         }

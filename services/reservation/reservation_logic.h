@@ -9,6 +9,10 @@
 //     the violated constraint's name when it loses anyway;
 //   * eligibility of a candidate is Classify() (eligibility.h);
 //   * the hold's deadline is enforced by Convert against the database clock, not by the sweeper.
+//   * the caller's deadline is enforced by the database: a Reserve that arrives after it does no
+//     work, and a hold that would commit after it is refused at COMMIT (call_deadline.h,
+//     schema/migrations/0030_call_deadline.sql), so a paused server cannot hold a machine for a
+//     caller that has given up and retried.
 #ifndef DCL_SERVICES_RESERVATION_RESERVATION_LOGIC_H_
 #define DCL_SERVICES_RESERVATION_RESERVATION_LOGIC_H_
 

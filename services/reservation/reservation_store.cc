@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "services/common/call_deadline.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
 
@@ -197,20 +198,22 @@ std::string RandomWalkStart() {
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
                                  const std::string& key, const Criteria& criteria,
                                  const std::string& walk_start, int ttl_seconds,
-                                 const std::string& actor, const WalkLimits& limits) {
+                                 const std::string& actor, const WalkLimits& limits,
+                                 absl::Time call_deadline) {
   // The function returns the reservation as a composite value (an outer query in the same
   // statement would not see the row the function inserted); the lateral subquery only spreads
   // it into the columns RecordFromRow reads.
   static const std::string* sql = new std::string(absl::StrCat(
       "SELECT ", ReservationColumns(),
       ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited "
-      "FROM dcl_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) f, "
-      "LATERAL (SELECT (f.reservation).*) r"));
+      "FROM dcl_reserve_within_deadline($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ",
+      SqlTimestampFromMicros("nullif($13, '')"), ") f, LATERAL (SELECT (f.reservation).*) r"));
+  const std::string deadline = CallDeadlineParameter(call_deadline);
   // ExecCached: parsed and planned once per connection where the connection is its own.
   auto call = [&] {
     return ExecCached1(tx, *sql, org, key, criteria.site_id, criteria.vendor, criteria.model,
                        criteria.hardware_profile, walk_start, ttl_seconds, actor,
-                       limits.max_candidates, limits.max_attempts, limits.max_rows);
+                       limits.max_candidates, limits.max_attempts, limits.max_rows, deadline);
   };
   pqxx::row row = [&] {
     try {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "dcl/v1/reservation.pb.h"
 #include "services/common/db.h"
 #include "services/common/page_token.h"
@@ -100,10 +101,14 @@ std::string RandomWalkStart();
 // index deciding. Run it in autocommit (pqxx::nontransaction): the function's transaction is
 // the statement's, so its row and advisory locks end with it. A prepared statement of the
 // connection where the connection is the session's own (ExecCached, db.h).
+// `call_deadline` (absl::InfiniteFuture(): none) is the caller's: the database refuses a call
+// that arrives after it and a hold that would commit after it (dcl_reserve_within_deadline,
+// schema/migrations/0030_call_deadline.sql), with kCallerDeadlineSqlState; nothing is written.
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
                                  const std::string& key, const Criteria& criteria,
                                  const std::string& walk_start, int ttl_seconds,
-                                 const std::string& actor, const WalkLimits& limits);
+                                 const std::string& actor, const WalkLimits& limits,
+                                 absl::Time call_deadline);
 // held → converted / expired (at conversion) / cancelled. The row must be locked and held.
 void MarkConverted(pqxx::transaction_base& tx, const std::string& id, const std::string& service_id,
                    const std::string& actor);

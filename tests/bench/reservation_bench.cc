@@ -336,7 +336,8 @@ class Bench {
         PreparedStatementScope prepared(true);  // as on the service's own connections
         const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
             tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
-            reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{});
+            reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{},
+            absl::InfiniteFuture());
         per[c].latency_ms.push_back(
             std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         switch (outcome.kind) {

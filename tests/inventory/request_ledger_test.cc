@@ -1,15 +1,18 @@
 // The request ledger against a real PostgreSQL: claim, completion and replay in one transaction,
 // refusal of reuse (other parameters, other RPC), scoping per organization, a failed write
-// leaving no claim, a claim without an answer refused at commit, and a concurrent claim waiting
-// on the first and replaying its answer.
+// leaving no claim, a claim without an answer refused at commit, a concurrent claim waiting on
+// the first and replaying its answer, and a write refused at commit after its caller's deadline.
 #include "services/common/request_ledger.h"
 
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <memory>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "dcl/v1/inventory.pb.h"
+#include "services/common/call_deadline.h"
 #include "services/common/status.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/test_db.h"
@@ -177,6 +180,51 @@ TEST_CASE("a concurrent claim of the same id waits for the first and replays its
   REQUIRE(answer.ok());
   CHECK(*answer == SiteAnswer("FRA1").SerializeAsString());
   CHECK(db.Count("SELECT count(*) FROM client_requests") == 1);
+}
+
+TEST_CASE(
+    "a write committed after its caller's deadline: the database refuses it (DEADLINE_EXCEEDED "
+    "CALLER_DEADLINE_PASSED), no claim, nothing written; in time it commits") {
+  testing::TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  std::unique_ptr<DbPool> pool = db.MakePool(2);
+  // The write: an organization row, then a wait in the database (a lock wait, a slow
+  // statement) that outlasts a 200 ms deadline.
+  auto write = [&](const std::string& name, double seconds) {
+    return [&, name, seconds](pqxx::work& tx) -> absl::Status {
+      tx.exec_params("INSERT INTO organizations (name) VALUES ($1)", name);
+      tx.exec_params("SELECT pg_sleep($1)", seconds);
+      return absl::OkStatus();
+    };
+  };
+  v1::Site out;
+  bool replayed = false;
+  absl::Status late;
+  {
+    CallDeadlineScope deadline(absl::Now() + absl::Milliseconds(200));
+    late = request_ledger::TransactOnce(*pool, org, Rpc::kCreateSite, kId, SiteRequest("FRA1"),
+                                        &out, &replayed, write("late", 0.4));
+  }
+  INFO(absl::StatusCodeToString(late.code()) << ": " << late.message());
+  CHECK(late.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(ReasonOf(late) == v1::CALLER_DEADLINE_PASSED);
+  CHECK(db.Count("SELECT count(*) FROM client_requests") == 0);
+  CHECK(db.Count("SELECT count(*) FROM organizations WHERE name = 'late'") == 0);
+
+  // The retry with the same id, in time, runs the write afresh; so does a call without one.
+  {
+    CallDeadlineScope deadline(absl::Now() + absl::Seconds(30));
+    REQUIRE(request_ledger::TransactOnce(*pool, org, Rpc::kCreateSite, kId, SiteRequest("FRA1"),
+                                         &out, &replayed, write("in-time", 0))
+                .ok());
+    CHECK_FALSE(replayed);
+  }
+  REQUIRE(request_ledger::TransactOnce(*pool, org, Rpc::kCreateSite, "", SiteRequest("FRA1"), &out,
+                                       &replayed, write("no-deadline", 0.3))
+              .ok());
+  CHECK(db.Count("SELECT count(*) FROM client_requests") == 1);
+  CHECK(db.Count("SELECT count(*) FROM organizations WHERE name IN ('in-time', 'no-deadline')") ==
+        2);
 }
 
 }  // namespace

@@ -121,7 +121,8 @@ TEST_CASE(
                   const ReserveOutcome outcome = [&] {
                     pqxx::nontransaction tx(*conn);
                     return ReserveInDatabase(tx, org, absl::StrCat("order-", n), criteria,
-                                             kWalkFromTheStart, 900, "test", WalkLimits{});
+                                             kWalkFromTheStart, 900, "test", WalkLimits{},
+                                             absl::InfiniteFuture());
                   }();
                   INFO("combination "
                        << n << ": same_site=" << same_site << " vendor=" << vendor.asked << "/"
