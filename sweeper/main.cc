@@ -27,8 +27,8 @@
 
 ABSL_FLAG(int, interval_seconds, 60, "seconds between the end of a sweep and the next one");
 ABSL_FLAG(bool, once, false, "run one sweep and exit (0 = success, 1 = failure, 2 = bad configuration)");
-ABSL_FLAG(int, batch_size, 1000, "rows per transaction");
-ABSL_FLAG(int, max_rows_per_second, 15000,
+ABSL_FLAG(int, batch_size, 20, "rows per transaction");
+ABSL_FLAG(int, max_rows_per_second, 12000,
           "pace of a sweep with a backlog: rows per second at most (0: no pause between "
           "batches)");
 ABSL_FLAG(int, request_retention_hours, 7 * 24,
