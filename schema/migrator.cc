@@ -368,9 +368,18 @@ absl::StatusOr<MigrateResult> Migrate(const std::string& database_url,
     pqxx::connection conn(database_url);
     {
       // Session-level lock: held across the per-migration transactions, released on return
-      // (or when the connection drops).
+      // (or when the connection drops). Taken by polling, not by waiting in pg_advisory_lock: a
+      // statement waiting there keeps its snapshot, and CREATE INDEX CONCURRENTLY in the
+      // migrator that holds the lock waits for every older snapshot to end, so two migrators
+      // started together (two deploys, a job and an init container) would wait for each other
+      // until the build's lock_timeout ran out, on every attempt.
       pqxx::nontransaction lock(conn);
-      lock.exec_params("SELECT pg_advisory_lock($1)", kMigrationLockKey);
+      for (int waited = 0;
+           !lock.exec_params1("SELECT pg_try_advisory_lock($1)", kMigrationLockKey)[0].as<bool>();
+           ++waited) {
+        if (waited % 50 == 0) spdlog::info("waiting for another migrator to finish");
+        absl::SleepFor(absl::Milliseconds(200));
+      }
       lock.exec(
           "CREATE TABLE IF NOT EXISTS schema_migrations ("
           "  version integer PRIMARY KEY,"

@@ -205,8 +205,14 @@ int Run() {
   if (stall.calls == 0) failures.push_back("no write call overlapped the migration");
 
   if (mode == "online") {
+    // The reference is what the rewrite stands for, 0028 and 0029 on the same base, not every
+    // migration there is: later ones change these tables too.
     const std::string reference = cluster.Url("reference");
-    if (auto migrated = Migrate(reference, all); !migrated.ok()) {
+    std::vector<Migration> original = base;
+    for (const Migration& m : all) {
+      if (m.version == 28 || m.version == 29) original.push_back(m);
+    }
+    if (auto migrated = Migrate(reference, original); !migrated.ok()) {
       throw std::runtime_error(migrated.status().ToString());
     }
     const std::vector<std::string> got = SchemaOf(url), want = SchemaOf(reference);
