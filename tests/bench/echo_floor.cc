@@ -18,6 +18,18 @@ double Percentile(std::vector<double> values, double p) {
   return values[std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1) + 0.5))];
 }
 
+std::vector<std::shared_ptr<grpc::Channel>> DistinctChannels(int port, int count) {
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  for (int i = 0; i < count; ++i) {
+    args.SetInt("dcl.bench.channel", i);  // distinct arguments, distinct connections
+    channels.push_back(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                                 grpc::InsecureChannelCredentials(), args));
+  }
+  return channels;
+}
+
 LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int clients,
                       double seconds, const std::string& authorization) {
   using Clock = std::chrono::steady_clock;

@@ -26,6 +26,10 @@ struct LoadRun {
 
 double Percentile(std::vector<double> values, double p);
 
+// `count` channels to the in-process server on 127.0.0.1:`port`, each over its own TCP
+// connection, for the load generator's clients to share round robin.
+std::vector<std::shared_ptr<grpc::Channel>> DistinctChannels(int port, int count);
+
 // `clients` threads, each with its own stub on channels[client % size], call
 // EchoInsertService.Insert with `authorization` for `seconds`. A failed call is counted and the
 // first is printed: the floor must be all OK to be a floor.

@@ -169,13 +169,7 @@ class Server {
       std::exit(1);
     }
     runtime_ = std::move(*runtime);
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    for (int i = 0; i < 4; ++i) {
-      args.SetInt("dcl.bench.channel", i);  // distinct channels = distinct connections
-      channels_.push_back(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", runtime_->port()),
-                                                    grpc::InsecureChannelCredentials(), args));
-    }
+    channels_ = bench::DistinctChannels(runtime_->port(), 4);
   }
   ~Server() { runtime_->Shutdown(); }
 

@@ -163,13 +163,7 @@ class Bench {
         {{"dcl.v1.ReservationService", service_.get()}, {kEchoInsertServiceName, echo_.get()}});
     if (!runtime.ok()) Die(runtime.status().ToString());
     runtime_ = std::move(*runtime);
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    for (int i = 0; i < 4; ++i) {
-      args.SetInt("dcl.bench.channel", i);  // distinct channels = distinct connections
-      channels_.push_back(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", runtime_->port()),
-                                                    grpc::InsecureChannelCredentials(), args));
-    }
+    channels_ = DistinctChannels(runtime_->port(), 4);
   }
   ~Bench() { runtime_->Shutdown(); }
 
