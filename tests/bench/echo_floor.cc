@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "tests/bench/bench_csv.h"
 #include "tests/bench/echo_insert.grpc.pb.h"
 #include "tests/bench/run_together.h"
 
@@ -70,6 +71,25 @@ LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channel
     total.load_generator_cpu_seconds += cpu[c];
   }
   return total;
+}
+
+FloorRun MeasureEchoInsertFloor(const std::string& url,
+                                const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                                int clients, double seconds, const std::string& authorization,
+                                const std::string& benchmark, const std::string& scenario,
+                                double ceiling) {
+  RunEchoInsert(channels, clients, 0.5, authorization);  // each pool connection prepares once
+  FloorRun floor;
+  const CpuSeconds before = ReadCpuSeconds(url);
+  floor.run = RunEchoInsert(channels, clients, seconds, authorization);
+  const CpuSeconds after = ReadCpuSeconds(url);
+  floor.cpu = MeasureServerCpuPerCall(before, after, floor.run.load_generator_cpu_seconds,
+                                      static_cast<long long>(floor.run.latency_ms.size()));
+  AppendCsv({benchmark, scenario, "echo-insert floor", clients, floor.run.calls_per_second(),
+             Percentile(floor.run.latency_ms, 0.50), Percentile(floor.run.latency_ms, 0.95),
+             Percentile(floor.run.latency_ms, 0.99), ceiling, floor.cpu.server_ms,
+             floor.cpu.database_ms});
+  return floor;
 }
 
 int PrintAgainstFloor(const std::string& rpc, const LoadRun& real, const ServerCpuPerCall& real_cpu,

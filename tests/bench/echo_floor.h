@@ -36,6 +36,19 @@ std::vector<std::shared_ptr<grpc::Channel>> DistinctChannels(int port, int count
 LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int clients,
                       double seconds, const std::string& authorization);
 
+// The floor as both benchmarks measure it: a warm-up of half a second, then `clients` calling
+// for `seconds`, with the server's and PostgreSQL's CPU per call (`url` names the cluster), and
+// its CSV row (run "echo-insert floor") under `benchmark` and `scenario` beside `ceiling`.
+struct FloorRun {
+  LoadRun run;
+  ServerCpuPerCall cpu;
+};
+FloorRun MeasureEchoInsertFloor(const std::string& url,
+                                const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                                int clients, double seconds, const std::string& authorization,
+                                const std::string& benchmark, const std::string& scenario,
+                                double ceiling);
+
 // The floor's row and, beside it, the real RPC's ratios:
 //   echo-insert floor   N calls/s  p50  p99   CPU server + PostgreSQL per call
 //   <rpc> / floor: calls/s X (goal), CPU per call Y (goal), p99 Z ms (goal)

@@ -429,15 +429,9 @@ bool RunScenario(Server& server, const std::string& url, const std::string& name
   std::printf("%-34s %12s\n", "audit: DB == clients' view", audit.matches_clients ? "yes" : "NO");
   std::printf("%-34s %12s\n", "audit", audit.ok() ? "PASS" : "FAIL");
 
-  // The floor at the same clients, for as long, on the same server, after a warm-up of its own.
-  bench::RunEchoInsert(server.channels(), clients, 0.5, authorization);
-  const bench::CpuSeconds floor_before = bench::ReadCpuSeconds(url);
-  const bench::LoadRun floor =
-      bench::RunEchoInsert(server.channels(), clients, seconds, authorization);
-  const bench::CpuSeconds floor_after = bench::ReadCpuSeconds(url);
-  const bench::ServerCpuPerCall floor_cpu =
-      bench::MeasureServerCpuPerCall(floor_before, floor_after, floor.load_generator_cpu_seconds,
-                                     static_cast<long long>(floor.latency_ms.size()));
+  // The floor at the same clients, for as long, on the same server.
+  const bench::FloorRun floor = bench::MeasureEchoInsertFloor(
+      url, server.channels(), clients, seconds, authorization, "occupancy", scenario, ceiling);
   bench::LoadRun place_run;
   place_run.latency_ms = place_ms;
   place_run.seconds = elapsed;
@@ -445,14 +439,10 @@ bool RunScenario(Server& server, const std::string& url, const std::string& name
   goals.print = clients == 32 && name == "site";  // the goal: 32 clients on 50 racks
   goals.max_cpu_ratio = -1;
   *missed_goals += bench::PrintAgainstFloor("PlaceDevice (CPU per write call)", place_run, cpu,
-                                            floor, floor_cpu, goals);
+                                            floor.run, floor.cpu, goals);
   std::printf("   every write call (place + release) / floor: calls/s %.3f\n",
-              write_calls / elapsed / floor.calls_per_second());
-  bench::AppendCsv({"occupancy", scenario, "echo-insert floor", clients, floor.calls_per_second(),
-                    Percentile(floor.latency_ms, 0.50), Percentile(floor.latency_ms, 0.95),
-                    Percentile(floor.latency_ms, 0.99), ceiling, floor_cpu.server_ms,
-                    floor_cpu.database_ms});
-  return audit.ok() && floor.failed == 0;
+              write_calls / elapsed / floor.run.calls_per_second());
+  return audit.ok() && floor.run.failed == 0;
 }
 
 }  // namespace

@@ -242,10 +242,11 @@ class Bench {
   }
 
   // One Reserve of `key` on `site`, with `authorization` metadata unless it is empty: its
-  // latency, and a hold or replay, counted into `into`. The caller classifies a refusal.
+  // latency, and a hold or replay, counted into `into`; the answer into `answer` if given. The
+  // caller classifies a refusal.
   static grpc::Status TimedReserve(v1::ReservationService::Stub& stub, const std::string& key,
                                    const std::string& site, const std::string& authorization,
-                                   Outcomes& into) {
+                                   Outcomes& into, v1::ReserveResponse* answer = nullptr) {
     v1::ReserveRequest request;
     request.set_idempotency_key(key);
     request.mutable_criteria()->set_site_id(site);
@@ -257,6 +258,7 @@ class Bench {
     grpc::Status status = stub.Reserve(&context, request, &response);
     into.latency_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     if (status.ok()) (response.replay() ? into.replay : into.held)++;
+    if (answer != nullptr) *answer = std::move(response);
     return status;
   }
 
@@ -328,10 +330,10 @@ class Bench {
         const auto t0 = Clock::now();
         pqxx::nontransaction tx(conn);
         PreparedStatementScope prepared(true);  // as on the service's own connections
-        const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
-            tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
-            reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{},
-            absl::InfiniteFuture());
+        const reservation::ReserveOutcome outcome =
+            reservation::ReserveInDatabase(tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
+                                           reservation::RandomWalkStart(), 900, "bench",
+                                           reservation::WalkLimits{}, absl::InfiniteFuture());
         per[c].latency_ms.push_back(
             std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         switch (outcome.kind) {
@@ -381,7 +383,6 @@ class Bench {
     // compiles dcl_reserve once; without them a short run counts that as Reserve's cost.
     Run(site, clients, 1.0, 0, prefix + "-warm", "", max_calls / 4);
     CancelHolds(site);
-    RunEchoInsert(channels_, clients, 0.5, "Bearer " + token_);
     before = ReadCpuSeconds(url_);
     const Outcomes o = Run(site, clients, seconds, 0, prefix, "", max_calls);
     after = ReadCpuSeconds(url_);
@@ -394,21 +395,14 @@ class Bench {
     int64_t violations = Audit();
     CancelHolds(site);
     // The floor: one INSERT and its commit through the same server, gate and pool.
-    before = ReadCpuSeconds(url_);
-    const LoadRun floor = RunEchoInsert(channels_, clients, seconds, "Bearer " + token_);
-    after = ReadCpuSeconds(url_);
-    const ServerCpuPerCall floor_cpu = MeasureServerCpuPerCall(
-        before, after, floor.load_generator_cpu_seconds, floor.latency_ms.size());
+    const FloorRun floor = MeasureEchoInsertFloor(url_, channels_, clients, seconds,
+                                                  "Bearer " + token_, "reservation", name, ceiling);
     FloorGoals goals;
     goals.print = clients == 32;  // the issue states the goals at 32 clients
     goals.max_p99_ms = 25;
     missed_goals_ +=
-        PrintAgainstFloor("Reserve", AsLoadRun(o), reserve_cpu, floor, floor_cpu, goals);
-    AppendCsv({"reservation", name, "echo-insert floor", clients, floor.calls_per_second(),
-               Percentile(floor.latency_ms, 0.50), Percentile(floor.latency_ms, 0.95),
-               Percentile(floor.latency_ms, 0.99), ceiling, floor_cpu.server_ms,
-               floor_cpu.database_ms});
-    if (floor.failed > 0) ++violations;
+        PrintAgainstFloor("Reserve", AsLoadRun(o), reserve_cpu, floor.run, floor.cpu, goals);
+    if (floor.run.failed > 0) ++violations;
     before = ReadCpuSeconds(url_);
     const Outcomes direct = RunDirect(site, clients, seconds, max_calls, prefix + "-db");
     after = ReadCpuSeconds(url_);
@@ -479,18 +473,12 @@ class Bench {
       for (int i = 0; Clock::now() < until; ++i) {
         const SiteUnderTest& site = sites[(c + i) % sites.size()];
         const std::string key = absl::StrCat(prefix, "-", c, "-", i);
-        const auto t0 = Clock::now();
-        v1::ReserveRequest request;
-        request.set_idempotency_key(key);
-        request.mutable_criteria()->set_site_id(site.site);
-        grpc::ClientContext context;
-        context.AddMetadata("authorization", "Bearer " + site.token);
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        Outcomes one;
         v1::ReserveResponse response;
-        const grpc::Status status = stub->Reserve(&context, request, &response);
-        const auto t1 = Clock::now();
-        per[c].push_back({std::chrono::duration<double>(t1 - begin).count(),
-                          std::chrono::duration<double, std::milli>(t1 - t0).count()});
+        const grpc::Status status =
+            TimedReserve(*stub, key, site.site, "Bearer " + site.token, one, &response);
+        per[c].push_back(
+            {std::chrono::duration<double>(Clock::now() - begin).count(), one.latency_ms.back()});
         if (!status.ok()) {
           if (failed++ == 0) {
             std::fprintf(stderr, "burst: Reserve failed: %d %s\n",
