@@ -12,26 +12,12 @@
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_gate.h"
 #include "services/reservation/reservation_service.h"
+#include "tests/reservation/reservation_grpc_env.h"
 #include "tests/reservation/reservation_test_util.h"
 #include "tests/support/grpc_harness.h"
 
 namespace dcl::reservation {
 namespace {
-
-struct GrpcEnv {
-  GrpcEnv()
-      : gate(*env.pool),
-        service(gate, env.logic),
-        server(env.pool.get(), {{"dcl.v1.ReservationService", &service}}),
-        stub(v1::ReservationService::NewStub(server.Channel())),
-        commerce_token(testing::CreateTokenFor(env.db, env.org, Role::kCommerce)) {}
-  ReservationEnv env;
-  RpcGate gate;
-  ReservationServiceImpl service;
-  testing::InProcessServer server;
-  std::unique_ptr<v1::ReservationService::Stub> stub;
-  std::string commerce_token;
-};
 
 TEST_CASE("over gRPC with a commerce token: reserve, convert, read back; refusals carry reasons") {
   GrpcEnv g;

@@ -24,26 +24,12 @@
 #include "services/common/db_errors.h"
 #include "services/common/rpc_gate.h"
 #include "services/reservation/reservation_service.h"
+#include "tests/reservation/reservation_grpc_env.h"
 #include "tests/reservation/reservation_test_util.h"
 #include "tests/support/grpc_harness.h"
 
 namespace dcl::reservation {
 namespace {
-
-struct GrpcEnv {
-  GrpcEnv()
-      : gate(*env.pool),
-        service(gate, env.logic),
-        server(env.pool.get(), {{"dcl.v1.ReservationService", &service}}),
-        stub(v1::ReservationService::NewStub(server.Channel())),
-        commerce_token(testing::CreateTokenFor(env.db, env.org, Role::kCommerce)) {}
-  ReservationEnv env;
-  RpcGate gate;
-  ReservationServiceImpl service;
-  testing::InProcessServer server;
-  std::unique_ptr<v1::ReservationService::Stub> stub;
-  std::string commerce_token;
-};
 
 // Polls `sql` (a count over this test's database) until it answers `want`, for up to 10 s.
 bool AwaitCount(const testing::TestDatabase& db, const std::string& sql, int64_t want) {
