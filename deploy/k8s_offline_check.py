@@ -123,6 +123,10 @@ def check_rules(docs):
                         for e in c.get("env", [])}
             if session_vars and env_keys.get(session_vars) != "direct-url":
                 fail(obj, f"{session_vars} must be the direct URL, not the pooler")
+            # Each server's token cache listens for revocations on a session of its own.
+            if name in SERVER_PORTS and env_keys.get("DCL_TOKEN_CACHE_DATABASE_URL") != "direct-url":
+                fail(obj, "DCL_TOKEN_CACHE_DATABASE_URL must be the direct URL (the token "
+                          "cache's LISTEN), not the pooler")
             # Behind the transaction pooler a session-level SET does not stay with the client:
             # the pool must send its timeouts per transaction.
             values = {e["name"]: e.get("value") for e in c.get("env", [])}

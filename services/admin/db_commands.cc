@@ -8,6 +8,7 @@
 #include "services/common/auth.h"
 #include "services/common/db.h"
 #include "services/common/service_main.h"
+#include "services/common/token_cache.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"
 
@@ -50,7 +51,8 @@ int TokenRevoke(DbPool& pool) {
 
 int SetModule(DbPool& pool, bool enabled) {
   const std::string org = absl::GetFlag(FLAGS_org);
-  absl::Status status = pool.Transact([&](pqxx::work& tx) -> absl::Status {
+  // Through ChangeAuthFacts: a module switched off is refused on the next call of every server.
+  absl::Status status = ChangeAuthFacts(pool, [&](pqxx::work& tx) -> absl::Status {
     if (org.empty()) {
       tx.exec_params("UPDATE feature_settings SET enabled = $1, updated_at = now() "
                      "WHERE feature = 'datacenter'",

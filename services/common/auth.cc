@@ -1,12 +1,14 @@
 #include "services/common/auth.h"
 
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/status.h"
+#include "services/common/token_cache.h"
 #include "services/common/validation.h"
 
 namespace dcl {
@@ -21,6 +23,12 @@ absl::Status Unauthenticated(const std::string& message) {
 
 std::string Principal::Actor() const { return absl::StrCat(RoleName(role), ":", token_id); }
 
+std::string TokenDigest(const std::string& token) {
+  unsigned char sha[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), sha);
+  return std::string(reinterpret_cast<const char*>(sha), sizeof(sha));
+}
+
 std::string BearerToken(const std::string& authorization) {
   constexpr absl::string_view kPrefix = "Bearer ";
   if (!absl::StartsWith(authorization, kPrefix)) return "";
@@ -30,8 +38,16 @@ std::string BearerToken(const std::string& authorization) {
   return token;
 }
 
-absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token) {
+absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
+                                       TokenCache* cache) {
   if (token.empty()) return Unauthenticated("missing bearer token");
+  std::string digest;
+  uint64_t generation = 0;
+  if (cache != nullptr) {
+    digest = TokenDigest(token);
+    if (std::optional<Principal> held = cache->Find(digest)) return *held;
+    generation = cache->Generation();
+  }
   static const char kTokenLookupSql[] =
       "SELECT t.id, t.org_id, t.role, t.subject, "
       "       coalesce((SELECT enabled FROM feature_settings WHERE feature = 'datacenter'), "
@@ -40,11 +56,12 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token) {
       "                 WHERE s.org_id = t.org_id AND s.feature = 'datacenter'), false) "
       "FROM api_tokens t "
       "WHERE t.token_sha256 = sha256(convert_to($1, 'UTF8')) AND t.revoked_at IS NULL";
-  // One statement in autocommit: one round trip per call (no BEGIN/COMMIT around a read), and
-  // no cache, so a revoked token is refused on the very next call. Planned once per connection
+  // One statement in autocommit: one round trip (no BEGIN/COMMIT around a read), for a call
+  // whose token is in no cache. Planned once per connection
   // where the connection is the session's own (ExecCached; measured with pgbench on one client:
   // 0.17-0.37 ms prepared against 1.1-1.6 ms as a plain statement on the loaded 2-core machine).
-  return pool.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Principal> {
+  absl::StatusOr<Principal> principal =
+      pool.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Principal> {
     pqxx::result rows = ExecCached(tx, kTokenLookupSql, token);
     if (rows.empty()) return Unauthenticated("unknown or revoked token");
     Principal principal;
@@ -57,6 +74,8 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token) {
     principal.module_enabled = rows[0][4].as<bool>();
     return principal;
   });
+  if (cache != nullptr && principal.ok()) cache->Store(digest, *principal, generation);
+  return principal;
 }
 
 absl::StatusOr<IssuedToken> CreateToken(DbPool& pool, const std::string& org, Role role,
@@ -87,7 +106,7 @@ absl::StatusOr<IssuedToken> CreateToken(DbPool& pool, const std::string& org, Ro
 
 absl::Status RevokeToken(DbPool& pool, const std::string& token_id) {
   if (absl::Status valid = CheckId("token_id", token_id); !valid.ok()) return valid;
-  return pool.Transact([&](pqxx::work& tx) -> absl::Status {
+  return ChangeAuthFacts(pool, [&](pqxx::work& tx) -> absl::Status {
     pqxx::result rows = tx.exec_params(
         "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 "
         "RETURNING id",

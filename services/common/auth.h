@@ -24,9 +24,16 @@ struct Principal {
 // The token from an "authorization: Bearer <token>" value; "" when malformed.
 std::string BearerToken(const std::string& authorization);
 
-// Looks a token up by digest; unknown or revoked → UNAUTHENTICATED. Checked on every call, so a
-// revocation takes effect on the next call.
-absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token);
+class TokenCache;  // token_cache.h
+
+// The token's SHA-256, as api_tokens stores it and the token cache keys it (32 bytes).
+std::string TokenDigest(const std::string& token);
+
+// Looks a token up by digest; unknown or revoked → UNAUTHENTICATED. With a cache, a token it
+// holds costs no statement; either way a revocation takes effect on the next call (the cache is
+// emptied before the revocation returns, token_cache.h). Unknown tokens are never cached.
+absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
+                                       TokenCache* cache = nullptr);
 
 struct IssuedToken {
   std::string id;
@@ -37,7 +44,8 @@ struct IssuedToken {
 absl::StatusOr<IssuedToken> CreateToken(DbPool& pool, const std::string& org, Role role,
                                         const std::string& subject, const std::string& label);
 
-// Revokes a token by id; revoking twice is harmless.
+// Revokes a token by id; revoking twice is harmless. Returns once no server's token cache holds
+// it any more (ChangeAuthFacts, token_cache.h).
 absl::Status RevokeToken(DbPool& pool, const std::string& token_id);
 
 }  // namespace dcl

@@ -30,7 +30,7 @@ std::vector<std::string> FlagsOf(SharedFlags group) {
       return {"listen",     "tls_cert",
               "tls_key",    "tls_client_ca",
               "reflection", "max_receive_message_bytes",
-              "shutdown_grace_seconds"};
+              "shutdown_grace_seconds", "token_cache_database_url"};
     case SharedFlags::kMetrics:
       return {"metrics_listen"};
     case SharedFlags::kHttp:

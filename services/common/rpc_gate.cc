@@ -98,7 +98,9 @@ class RpcMetrics {
 
 }  // namespace
 
-RpcGate::RpcGate(DbPool& pool) : pool_(pool) { RpcMetrics::Get(); }
+RpcGate::RpcGate(DbPool& pool, TokenCache* tokens) : pool_(pool), tokens_(tokens) {
+  RpcMetrics::Get();
+}
 
 absl::StatusOr<Principal> RpcGate::Admit(const grpc::ServerContext& ctx, Rpc rpc) {
   const auto& metadata = ctx.client_metadata();
@@ -112,7 +114,7 @@ absl::StatusOr<Principal> RpcGate::Admit(const grpc::ServerContext& ctx, Rpc rpc
     return Error(absl::StatusCode::kUnauthenticated, v1::UNAUTHENTICATED_CALLER,
                  "authorization metadata is not of the form 'Bearer <token>'");
   }
-  absl::StatusOr<Principal> principal = Authenticate(pool_, token);
+  absl::StatusOr<Principal> principal = Authenticate(pool_, token, tokens_);
   if (!principal.ok()) return principal.status();
   if (!RoleMayCall(principal->role, rpc)) {
     return Error(absl::StatusCode::kPermissionDenied, v1::ROLE_NOT_PERMITTED,

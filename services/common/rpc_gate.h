@@ -32,8 +32,9 @@ inline constexpr char kReplayHeader[] = "dcl-replay";
 
 class RpcGate {
  public:
-  // Registers the gate's metric families (metrics.h) in the process's registry.
-  explicit RpcGate(DbPool& pool);
+  // Registers the gate's metric families (metrics.h) in the process's registry. `tokens`: the
+  // process's token cache (token_cache.h), null for none: every call reads its token.
+  explicit RpcGate(DbPool& pool, TokenCache* tokens = nullptr);
   RpcGate(const RpcGate&) = delete;
   RpcGate& operator=(const RpcGate&) = delete;
 
@@ -95,6 +96,7 @@ class RpcGate {
                absl::Duration elapsed, uint64_t statements);
 
   DbPool& pool_;
+  TokenCache* const tokens_;
 };
 
 }  // namespace dcl

@@ -22,6 +22,10 @@ ABSL_FLAG(int, idle_in_transaction_timeout_ms, 30000,
 ABSL_FLAG(std::string, database_pooler, "",
           "none, or transaction when --database_url goes through a transaction-pooling PgBouncer: "
           "the timeouts are then set per transaction (default: $DCL_DATABASE_POOLER, else none)");
+ABSL_FLAG(std::string, token_cache_database_url, "",
+          "a direct PostgreSQL session (never a transaction-pooling PgBouncer) on which the "
+          "token cache listens for revocations; empty: no cache, every call reads its token "
+          "(default: $DCL_TOKEN_CACHE_DATABASE_URL)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key turns TLS on");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -91,6 +95,19 @@ absl::StatusOr<std::string> DatabaseUrlFromFlags() {
   return url;
 }
 
+absl::StatusOr<std::unique_ptr<TokenCache>> TokenCacheFromFlags() {
+  const std::string url = FlagOrEnv(absl::GetFlag(FLAGS_token_cache_database_url),
+                                    "DCL_TOKEN_CACHE_DATABASE_URL", "");
+  if (url.empty()) return std::unique_ptr<TokenCache>();
+  if (absl::Status valid = CheckConnectionString(url); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--token_cache_database_url (or DCL_TOKEN_CACHE_DATABASE_URL): ", valid.message()));
+  }
+  TokenCache::Options options;
+  options.database_url = url;
+  return std::make_unique<TokenCache>(options);
+}
+
 std::vector<SharedFlags> ServerSharedFlags() {
   return {SharedFlags::kDatabaseUrl, SharedFlags::kDatabasePool, SharedFlags::kLogFormat,
           SharedFlags::kServer, SharedFlags::kMetrics, SharedFlags::kHttp};
@@ -156,7 +173,7 @@ absl::StatusOr<std::unique_ptr<ConnectHttpServer>> StartConnectHttpFromFlags(
 
 int RunServiceMain(const std::string& name, const char* listen_env,
                    const std::string& default_listen,
-                   const std::function<ServiceSet(DbPool&)>& make_services) {
+                   const std::function<ServiceSet(DbPool&, TokenCache*)>& make_services) {
   TurnOffMutexDeadlockDetection();
   InitLogging(name, LogFormatFromFlags());
   absl::StatusOr<std::string> url = DatabaseUrlFromFlags();
@@ -166,7 +183,12 @@ int RunServiceMain(const std::string& name, const char* listen_env,
   }
   DbOptions db_options = DbOptionsFromFlags();
   DbPool pool(db_options);
-  ServiceSet set = make_services(pool);
+  absl::StatusOr<std::unique_ptr<TokenCache>> tokens = TokenCacheFromFlags();
+  if (!tokens.ok()) {
+    spdlog::critical("{}", std::string(tokens.status().message()));
+    return kExitConfigurationError;
+  }
+  ServiceSet set = make_services(pool, tokens->get());
   absl::StatusOr<std::unique_ptr<ServerRuntime>> runtime =
       ServerRuntime::Start(ServerConfigFromFlags(listen_env, default_listen), &pool, set.services);
   if (!runtime.ok()) {

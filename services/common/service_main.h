@@ -14,6 +14,7 @@
 #include "services/common/connect_http.h"
 #include "services/common/metrics_http.h"
 #include "services/common/server.h"
+#include "services/common/token_cache.h"
 
 namespace dcl {
 
@@ -45,6 +46,10 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags();
 absl::StatusOr<std::unique_ptr<ConnectHttpServer>> StartConnectHttpFromFlags(
     ServerRuntime& runtime, const std::vector<NamedService>& services);
 
+// The token cache of --token_cache_database_url (token_cache.h), listening from now on; null when
+// the flag is empty; a malformed URL is INVALID_ARGUMENT.
+absl::StatusOr<std::unique_ptr<TokenCache>> TokenCacheFromFlags();
+
 // Owns whatever a binary's services need to stay alive (handler objects and their logic).
 struct ServiceSet {
   std::vector<NamedService> services;
@@ -57,7 +62,7 @@ std::vector<SharedFlags> ServerSharedFlags();
 // main() of a server binary, after BlockTerminationSignals() and ParseCommandLineOrExit().
 int RunServiceMain(const std::string& name, const char* listen_env,
                    const std::string& default_listen,
-                   const std::function<ServiceSet(DbPool&)>& make_services);
+                   const std::function<ServiceSet(DbPool&, TokenCache*)>& make_services);
 
 }  // namespace dcl
 

@@ -35,9 +35,9 @@ int main(int argc, char** argv) {
         stderr, "moves_server: --max_watch_streams and --max_watch_streams_per_org must be >= 1\n");
     return 2;
   }
-  return dcl::RunServiceMain("moves", "DCL_MOVES_LISTEN", "127.0.0.1:50053", [](dcl::DbPool& pool) {
+  return dcl::RunServiceMain("moves", "DCL_MOVES_LISTEN", "127.0.0.1:50053", [](dcl::DbPool& pool, dcl::TokenCache* tokens) {
     dcl::ServiceSet set;
-    auto gate = std::make_shared<dcl::RpcGate>(pool);
+    auto gate = std::make_shared<dcl::RpcGate>(pool, tokens);
     dcl::StreamLimits watch_limits;
     watch_limits.per_server = absl::GetFlag(FLAGS_max_watch_streams);
     watch_limits.per_org = absl::GetFlag(FLAGS_max_watch_streams_per_org);

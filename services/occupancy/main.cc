@@ -36,9 +36,9 @@ int main(int argc, char** argv) {
     return dcl::kExitConfigurationError;  // refuse to start
   }
   return dcl::RunServiceMain(
-      "occupancy", "DCL_OCCUPANCY_LISTEN", "127.0.0.1:50052", [&](dcl::DbPool& pool) {
+      "occupancy", "DCL_OCCUPANCY_LISTEN", "127.0.0.1:50052", [&](dcl::DbPool& pool, dcl::TokenCache* tokens) {
         dcl::ServiceSet set;
-        auto gate = std::make_shared<dcl::RpcGate>(pool);
+        auto gate = std::make_shared<dcl::RpcGate>(pool, tokens);
         auto logic = std::make_shared<dcl::occupancy::OccupancyLogic>(pool, options);
         auto svc = std::make_shared<dcl::occupancy::OccupancyServiceImpl>(*gate, *logic);
         auto inventory_logic = std::make_shared<dcl::inventory::InventoryLogic>(pool);

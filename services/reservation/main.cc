@@ -34,9 +34,9 @@ int main(int argc, char** argv) {
     return dcl::kExitConfigurationError;  // refuse to start
   }
   return dcl::RunServiceMain(
-      "reservation", "DCL_RESERVATION_LISTEN", "127.0.0.1:50051", [&](dcl::DbPool& pool) {
+      "reservation", "DCL_RESERVATION_LISTEN", "127.0.0.1:50051", [&](dcl::DbPool& pool, dcl::TokenCache* tokens) {
         dcl::ServiceSet set;
-        auto gate = std::make_shared<dcl::RpcGate>(pool);
+        auto gate = std::make_shared<dcl::RpcGate>(pool, tokens);
         auto logic = std::make_shared<dcl::reservation::ReservationLogic>(pool, options);
         auto svc = std::make_shared<dcl::reservation::ReservationServiceImpl>(*gate, *logic);
         set.services.push_back({"dcl.v1.ReservationService", svc.get()});

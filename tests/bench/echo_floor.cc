@@ -6,12 +6,36 @@
 #include <cstdio>
 #include <functional>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "tests/bench/bench_csv.h"
 #include "tests/bench/echo_insert.grpc.pb.h"
 #include "tests/bench/run_together.h"
 
+ABSL_FLAG(bool, token_cache, true,
+          "authenticate through the token cache, as the served binaries with "
+          "--token_cache_database_url do (false: every call reads its token)");
+
 namespace dcl::bench {
+
+std::unique_ptr<TokenCache> StartTokenCacheFromFlags(const std::string& url) {
+  if (!absl::GetFlag(FLAGS_token_cache)) {
+    std::printf("token cache: off (every call reads its token)\n");
+    return nullptr;
+  }
+  TokenCache::Options options;
+  options.database_url = url;
+  auto cache = std::make_unique<TokenCache>(options);
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (!cache->Listening() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  if (!cache->Listening()) {
+    std::fprintf(stderr, "token cache: not listening after 10 s\n");
+    std::exit(1);
+  }
+  std::printf("token cache: on (a held token costs no statement)\n");
+  return cache;
+}
 
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/token_cache.h"
 #include "tests/bench/cpu_meter.h"
 
 namespace dcl::bench {
@@ -25,6 +26,11 @@ struct LoadRun {
 };
 
 double Percentile(std::vector<double> values, double p);
+
+// The served binaries' token cache (services/common/token_cache.h) on `url`, listening, for the
+// benchmark's gate; null with --token_cache=false (every call reads its token, as before the
+// cache). Both the real RPC and the floor pass the same gate.
+std::unique_ptr<TokenCache> StartTokenCacheFromFlags(const std::string& url);
 
 // `count` channels to the in-process server on 127.0.0.1:`port`, each over its own TCP
 // connection, for the load generator's clients to share round robin.

@@ -152,7 +152,8 @@ class Server {
     options.url = url;
     options.pool_size = pool_size;
     pool_ = std::make_unique<DbPool>(options);
-    gate_ = std::make_unique<RpcGate>(*pool_);
+    tokens_ = bench::StartTokenCacheFromFlags(url);
+    gate_ = std::make_unique<RpcGate>(*pool_, tokens_.get());
     logic_ = std::make_unique<OccupancyLogic>(*pool_);
     service_ = std::make_unique<OccupancyServiceImpl>(*gate_, *logic_);
     // The floor is admitted as PlaceDevice: the same token lookup, role check and metrics.
@@ -186,6 +187,7 @@ class Server {
 
  private:
   std::unique_ptr<DbPool> pool_;
+  std::unique_ptr<TokenCache> tokens_;
   std::unique_ptr<RpcGate> gate_;
   std::unique_ptr<OccupancyLogic> logic_;
   std::unique_ptr<OccupancyServiceImpl> service_;

@@ -148,7 +148,8 @@ class Bench {
     options.url = url;
     options.pool_size = absl::GetFlag(FLAGS_pool_size);
     pool_ = std::make_unique<DbPool>(options);
-    gate_ = std::make_unique<RpcGate>(*pool_);
+    tokens_ = StartTokenCacheFromFlags(url);
+    gate_ = std::make_unique<RpcGate>(*pool_, tokens_.get());
     logic_ =
         std::make_unique<reservation::ReservationLogic>(*pool_, reservation::ReservationOptions{});
     service_ = std::make_unique<reservation::ReservationServiceImpl>(*gate_, *logic_);
@@ -596,6 +597,7 @@ class Bench {
  private:
   const std::string url_;
   std::unique_ptr<DbPool> pool_;
+  std::unique_ptr<TokenCache> tokens_;
   std::unique_ptr<RpcGate> gate_;
   std::unique_ptr<reservation::ReservationLogic> logic_;
   std::unique_ptr<reservation::ReservationServiceImpl> service_;

@@ -1,0 +1,198 @@
+// The token cache (services/common/token_cache.h) against a real PostgreSQL: a held token costs no
+// statement, and every change of an authentication fact is refused or seen on the very next call
+// of every cache: revocation, the module switch, a cache whose session ended, a writer whose
+// cache never answers.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "services/common/auth.h"
+#include "services/common/token_cache.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/test_db.h"
+
+namespace dcl {
+namespace {
+
+struct Fixture {
+  testing::TestDatabase db;
+  std::unique_ptr<DbPool> pool = db.MakePool(4);
+  std::string org = testing::CreateOrg(db, "acme");
+
+  std::unique_ptr<TokenCache> StartCache() const {
+    TokenCache::Options options;
+    options.database_url = db.service_url();
+    options.reconnect_delay = absl::Milliseconds(100);
+    auto cache = std::make_unique<TokenCache>(options);
+    REQUIRE(WaitFor([&] { return cache->Listening(); }));
+    return cache;
+  }
+
+  static bool WaitFor(const std::function<bool()>& condition) {
+    for (int i = 0; i < 500; ++i) {
+      if (condition()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+};
+
+// Authenticates until the cache holds the token. A notification that reaches a cache after it
+// began listening but was committed just before (the fixture's own changes) empties it once more.
+bool Hold(DbPool& pool, const std::string& token, TokenCache& cache) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    if (!Authenticate(pool, token, &cache).ok()) return false;
+    if (cache.Find(TokenDigest(token)).has_value()) return true;
+  }
+  return false;
+}
+
+// Statements this thread sent for one Authenticate.
+uint64_t StatementsOf(const std::function<void()>& call) {
+  const uint64_t before = DbStatementsOnThisThread();
+  call();
+  return DbStatementsOnThisThread() - before;
+}
+
+TEST_CASE("a token the cache holds costs no statement; an unknown one is never held") {
+  Fixture f;
+  auto cache = f.StartCache();
+  const std::string token = testing::CreateTokenFor(f.db, f.org, Role::kCommerce);
+  absl::StatusOr<Principal> first;
+  CHECK(StatementsOf([&] { first = Authenticate(*f.pool, token, cache.get()); }) >= 1);
+  REQUIRE(first.ok());
+  REQUIRE(Hold(*f.pool, token, *cache));
+  absl::StatusOr<Principal> second;
+  CHECK(StatementsOf([&] { second = Authenticate(*f.pool, token, cache.get()); }) == 0);
+  REQUIRE(second.ok());
+  CHECK(second->token_id == first->token_id);
+  CHECK(second->org_id == f.org);
+  CHECK(second->role == Role::kCommerce);
+  CHECK(second->module_enabled);
+
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<Principal> unknown;
+    CHECK(StatementsOf([&] { unknown = Authenticate(*f.pool, "dcl_no_such_token", cache.get()); }) >=
+          1);
+    CHECK(unknown.status().code() == absl::StatusCode::kUnauthenticated);
+  }
+}
+
+TEST_CASE("a revocation returns only when no cache of any server holds the token any more") {
+  // Two caches stand for two replicas. Each round: both hold a fresh token, the token is revoked
+  // through the real path, and the very next lookup in either is refused. Without the writer's
+  // wait for the caches' answers this fails within a few rounds: the revocation returns while
+  // the notification is still on its way to the listening threads.
+  Fixture f;
+  auto replica_a = f.StartCache();
+  auto replica_b = f.StartCache();
+  for (int round = 0; round < 40; ++round) {
+    auto issued = CreateToken(*f.pool, f.org, Role::kCommerce, "", "round");
+    REQUIRE(issued.ok());
+    REQUIRE(Hold(*f.pool, issued->token, *replica_a));
+    REQUIRE(Hold(*f.pool, issued->token, *replica_b));
+
+    REQUIRE(RevokeToken(*f.pool, issued->id).ok());
+
+    INFO("round " << round);
+    CHECK(Authenticate(*f.pool, issued->token, replica_a.get()).status().code() ==
+          absl::StatusCode::kUnauthenticated);
+    CHECK(Authenticate(*f.pool, issued->token, replica_b.get()).status().code() ==
+          absl::StatusCode::kUnauthenticated);
+  }
+}
+
+TEST_CASE("switching the module off for an organization is seen on the next call") {
+  Fixture f;
+  auto cache = f.StartCache();
+  const std::string token = testing::CreateTokenFor(f.db, f.org, Role::kCommerce);
+  REQUIRE(Hold(*f.pool, token, *cache));
+  REQUIRE(cache->Find(TokenDigest(token))->module_enabled);
+  REQUIRE(ChangeAuthFacts(*f.pool, [&](pqxx::work& tx) -> absl::Status {
+            tx.exec_params("UPDATE organization_feature_settings SET enabled = false "
+                           "WHERE org_id = $1",
+                           f.org);
+            return absl::OkStatus();
+          })
+              .ok());
+  absl::StatusOr<Principal> after = Authenticate(*f.pool, token, cache.get());
+  REQUIRE(after.ok());
+  CHECK_FALSE(after->module_enabled);
+}
+
+TEST_CASE("a principal read before a change the cache has acted on is not kept") {
+  Fixture f;
+  auto cache = f.StartCache();
+  const std::string token = testing::CreateTokenFor(f.db, f.org, Role::kCommerce);
+  absl::StatusOr<Principal> read = Authenticate(*f.pool, token);  // from the database
+  REQUIRE(read.ok());
+  const uint64_t generation = cache->Generation();
+  const uint64_t invalidations = cache->Invalidations();
+  // A change by a writer that does not wait (plain SQL, another tool): the notification alone.
+  f.db.Exec("UPDATE api_tokens SET label = 'relabelled'");
+  REQUIRE(Fixture::WaitFor([&] { return cache->Invalidations() > invalidations; }));
+  cache->Store(TokenDigest(token), *read, generation);
+  CHECK_FALSE(cache->Find(TokenDigest(token)).has_value());
+  // Read afresh, it is kept.
+  CHECK(Hold(*f.pool, token, *cache));
+}
+
+TEST_CASE("a cache whose session ends holds nothing, and listens again") {
+  Fixture f;
+  auto cache = f.StartCache();
+  auto issued = CreateToken(*f.pool, f.org, Role::kCommerce, "", "kept");
+  REQUIRE(issued.ok());
+  REQUIRE(Hold(*f.pool, issued->token, *cache));
+  const int pid = cache->ListenerBackendPid();
+  REQUIRE(pid > 0);
+  f.db.Exec("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
+  // Revoked while nothing listens: the writer waits for nobody, and the token is refused at once
+  // (the ended session's socket is readable, so the cache is not trusted even before its thread
+  // has noticed).
+  REQUIRE(RevokeToken(*f.pool, issued->id).ok());
+  CHECK_FALSE(cache->Find(TokenDigest(issued->token)).has_value());
+  CHECK(Authenticate(*f.pool, issued->token, cache.get()).status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  // A new session, and the cache works again.
+  REQUIRE(Fixture::WaitFor([&] {
+    return cache->Listening() && cache->ListenerBackendPid() != pid;
+  }));
+  const std::string token = testing::CreateTokenFor(f.db, f.org, Role::kCommerce);
+  REQUIRE(Hold(*f.pool, token, *cache));
+  CHECK(StatementsOf([&] { REQUIRE(Authenticate(*f.pool, token, cache.get()).ok()); }) == 0);
+}
+
+TEST_CASE("a writer whose cache never answers says so, and its change stands") {
+  Fixture f;
+  // A session that claims to be a token cache and listens, but never answers: a hung server.
+  auto silent = f.db.Connect();
+  pqxx::nontransaction(*silent).exec(std::string("LISTEN dcl_auth_changed; SET application_name = '") +
+                                     kTokenCacheApplicationName + "'");
+  auto issued = CreateToken(*f.pool, f.org, Role::kCommerce, "", "to revoke");
+  REQUIRE(issued.ok());
+  absl::Status status = ChangeAuthFacts(
+      *f.pool,
+      [&](pqxx::work& tx) -> absl::Status {
+        tx.exec_params("UPDATE api_tokens SET revoked_at = now() WHERE id = $1", issued->id);
+        return absl::OkStatus();
+      },
+      absl::Milliseconds(300));
+  CHECK(status.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK_THAT(std::string(status.message()),
+             Catch::Contains("the change is committed") &&
+                 Catch::Contains(std::to_string(silent->backendpid())));
+  CHECK(f.db.Count("SELECT count(*) FROM api_tokens WHERE revoked_at IS NOT NULL AND id = '" +
+                   issued->id + "'") == 1);
+  // A refused change (the writer's own error) rolls back and waits for nobody.
+  absl::Status refused = ChangeAuthFacts(*f.pool, [&](pqxx::work& tx) -> absl::Status {
+    tx.exec("UPDATE api_tokens SET label = 'never'");
+    return absl::NotFoundError("the writer's own refusal");
+  });
+  CHECK(refused.code() == absl::StatusCode::kNotFound);
+  CHECK(f.db.Count("SELECT count(*) FROM api_tokens WHERE label = 'never'") == 0);
+}
+
+}  // namespace
+}  // namespace dcl
