@@ -86,7 +86,7 @@ TEST_CASE("over gRPC with a commerce token: reserve, convert, read back; refusal
 
 // Issue 26: the refusal's explanation comes back with dcl_reserve's outcome, in the same
 // statement (dcl_reserve_call, migration 0035), so a refused Reserve costs what a replayed one
-// does: the token's lookup and one statement. Before, the explanation was a second statement.
+// does: the token's lookup and one statement, never a second one for the explanation.
 TEST_CASE("a refused Reserve costs the database the statements of a replayed one: one round trip") {
   // One connection: after the warm-up every statement of the server is prepared on it, so the
   // counts below are the steady state's.
