@@ -152,35 +152,17 @@ absl::StatusOr<ReserveCall> ReadReserveRequest(const Principal& principal,
   return call;
 }
 
-// What the database said: dcl_reserve's outcome and, for a refusal, the exclusion summary that
-// explains it.
-struct ReserveDecision {
-  ReserveOutcome outcome;
-  std::optional<ExclusionSummary> summary;
-};
-
-bool IsRefusal(ReserveOutcome::Kind kind) {
-  return kind == ReserveOutcome::Kind::kNoCandidate || kind == ReserveOutcome::Kind::kWalkLimit;
-}
-
-// The common path is one statement in autocommit: the key, the site, the walk, the lock and the
-// hold, all inside dcl_reserve (see reservation_store.h). Calling it again after a broken
-// connection is safe: the key replays a hold that did commit. A refusal is explained on the same
-// connection, right after: one lease of the pool per call, so a refusal does not queue for a
-// connection twice when many callers are refused at once.
-absl::StatusOr<ReserveDecision> DecideInDatabase(DbPool& pool, const ReserveCall& call,
-                                                 int max_listed_devices) {
-  return pool.AutocommitIdempotent(
-      [&](pqxx::nontransaction& tx) -> absl::StatusOr<ReserveDecision> {
-        ReserveDecision decision;
-        decision.outcome = ReserveInDatabase(tx, call.org, call.key, call.criteria, call.walk_start,
-                                             call.ttl_seconds, call.actor, call.limits,
-                                             call.deadline);
-        if (IsRefusal(decision.outcome.kind)) {
-          decision.summary = SummarizeExclusions(tx, call.org, call.criteria, max_listed_devices);
-        }
-        return decision;
-      });
+// One statement in autocommit: the key, the site, the walk, the lock and the hold, all inside
+// dcl_reserve, and for a refusal its explanation (see reservation_store.h), so a refusal costs
+// one round trip and one lease of the pool, like a hold. Calling it again after a broken
+// connection is safe: the key replays a hold that did commit.
+absl::StatusOr<ReserveOutcome> DecideInDatabase(DbPool& pool, const ReserveCall& call,
+                                                int max_listed_devices) {
+  return pool.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<ReserveOutcome> {
+    return ReserveInDatabase(tx, call.org, call.key, call.criteria, call.walk_start,
+                             call.ttl_seconds, call.actor, call.limits, max_listed_devices,
+                             call.deadline);
+  });
 }
 
 // A new hold, or the order's existing reservation whatever its state. The same key with other
@@ -207,17 +189,17 @@ absl::Status AnswerWithReservation(const ReserveOutcome& outcome, const Criteria
 // A refusal, explained by the classification of every device of the organization (read only
 // for a refusal). Eligible machines that the walk could not take (locked by other orders, or
 // beyond the walk's bound on a nearly sold-out site) mean "retry now"; none mean "buy more iron".
-absl::Status ExplainRefusal(const ReserveOutcome& outcome,
-                            const std::optional<ExclusionSummary>& summary) {
-  if (!summary) return Internal("a refusal without its exclusion summary");
-  if (summary->eligible > 0) return Contended(outcome.candidates_examined, outcome.lost_races);
-  return NoCapacity(*summary);
+absl::Status ExplainRefusal(const ReserveOutcome& outcome) {
+  if (!outcome.exclusions) return Internal("a refusal without its exclusion summary");
+  if (outcome.exclusions->eligible > 0) {
+    return Contended(outcome.candidates_examined, outcome.lost_races);
+  }
+  return NoCapacity(*outcome.exclusions);
 }
 
 // dcl_reserve's outcome → the caller's answer.
-absl::Status AnswerReserve(const ReserveCall& call, const ReserveDecision& decision,
+absl::Status AnswerReserve(const ReserveCall& call, const ReserveOutcome& outcome,
                            v1::ReserveResponse* response) {
-  const ReserveOutcome& outcome = decision.outcome;
   switch (outcome.kind) {
     case ReserveOutcome::Kind::kHeld:
     case ReserveOutcome::Kind::kReplay:
@@ -228,7 +210,7 @@ absl::Status AnswerReserve(const ReserveCall& call, const ReserveDecision& decis
       return Contended(outcome.candidates_examined, outcome.lost_races);
     case ReserveOutcome::Kind::kNoCandidate:
     case ReserveOutcome::Kind::kWalkLimit:
-      return ExplainRefusal(outcome, decision.summary);
+      return ExplainRefusal(outcome);
   }
   return Internal("reserve answered an unknown outcome");
 }
@@ -241,10 +223,10 @@ absl::Status ReservationLogic::Reserve(const Principal& principal,
   absl::StatusOr<ReserveCall> call = ReadReserveRequest(principal, request, options_);
   if (!call.ok()) return call.status();
   call->walk_start = walk_start_for_test_.empty() ? RandomWalkStart() : walk_start_for_test_;
-  absl::StatusOr<ReserveDecision> decision =
+  absl::StatusOr<ReserveOutcome> outcome =
       DecideInDatabase(pool_, *call, options_.max_listed_devices);
-  if (!decision.ok()) return decision.status();
-  return AnswerReserve(*call, *decision, response);
+  if (!outcome.ok()) return outcome.status();
+  return AnswerReserve(*call, *outcome, response);
 }
 
 absl::Status ReservationLogic::Convert(const Principal& principal,

@@ -143,47 +143,6 @@ Page<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::str
   return page;
 }
 
-ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::string& org,
-                                     const Criteria& criteria, int max_listed) {
-  // One row per distinct combination of the asked site's facts (a handful), each with its count
-  // and the first few device ids, plus one row counting the devices at the organization's other
-  // sites (dcl_exclusion_summary, schema/migrations/0022_exclusion_summary.sql). Classify()
-  // turns each combination into a reason.
-  pqxx::result rows = tx.exec_params(
-      "SELECT at_asked_site, vendor, model, hardware_profile, process_state, bound, held, "
-      "decommissioned, devices, first_ids FROM dcl_exclusion_summary($1, $2, $3)",
-      org, criteria.site_id, max_listed);
-  ExclusionSummary summary;
-  for (const pqxx::row& row : rows) {
-    DeviceFacts facts;
-    const bool at_asked_site = row[0].as<bool>();
-    // The other sites' row carries no facts but "not this site": Classify checks the site
-    // first, so that alone makes each of them wrong_site.
-    facts.site_id = at_asked_site ? criteria.site_id : std::string();
-    facts.vendor = row[1].as<std::string>();
-    facts.model = row[2].as<std::string>();
-    facts.hardware_profile = row[3].as<std::string>();
-    facts.process_state = row[4].as<std::string>();
-    facts.bound = row[5].as<bool>();
-    facts.held = row[6].as<bool>();
-    facts.decommissioned = row[7].as<bool>();
-    const int count = row[8].as<int>();
-    const Exclusion exclusion = Classify(criteria, facts);
-    summary.counts[static_cast<size_t>(exclusion)] += count;
-    if (exclusion == Exclusion::kEligible) {
-      summary.eligible += count;
-      continue;
-    }
-    // Devices at other sites are counted, not listed: they say nothing about this site.
-    if (exclusion == Exclusion::kWrongSite) continue;
-    for (absl::string_view id : absl::StrSplit(row[9].as<std::string>(), ',', absl::SkipEmpty())) {
-      if (static_cast<int>(summary.listed.size()) >= max_listed) break;
-      summary.listed.emplace_back(std::string(id), exclusion);
-    }
-  }
-  return summary;
-}
-
 std::string RandomWalkStart() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   const uint64_t hi = rng(), lo = rng();
@@ -195,27 +154,83 @@ std::string RandomWalkStart() {
   return buf;
 }
 
+namespace {
+
+// dcl_reserve_call's exclusions, spread by the query into columns from `first` on (at_asked_site,
+// vendor, model, hardware_profile, process_state, bound, held, decommissioned, devices,
+// first_ids): one row per distinct combination of the asked site's facts (a handful), each with
+// its count and the first few device ids, plus one row counting the devices at the
+// organization's other sites (dcl_exclusion_summary, schema/migrations/0022, 0031). A row whose
+// columns are NULL carries no combination (an organization without devices). Classify() turns
+// each combination into a reason.
+ExclusionSummary SummaryFromRows(const pqxx::result& rows, pqxx::row::size_type first,
+                                 const Criteria& criteria, int max_listed) {
+  ExclusionSummary summary;
+  for (const pqxx::row& row : rows) {
+    if (row[first].is_null()) continue;
+    DeviceFacts facts;
+    const bool at_asked_site = row[first].as<bool>();
+    // The other sites' row carries no facts but "not this site": Classify checks the site
+    // first, so that alone makes each of them wrong_site.
+    facts.site_id = at_asked_site ? criteria.site_id : std::string();
+    facts.vendor = row[first + 1].as<std::string>();
+    facts.model = row[first + 2].as<std::string>();
+    facts.hardware_profile = row[first + 3].as<std::string>();
+    facts.process_state = row[first + 4].as<std::string>();
+    facts.bound = row[first + 5].as<bool>();
+    facts.held = row[first + 6].as<bool>();
+    facts.decommissioned = row[first + 7].as<bool>();
+    const int count = row[first + 8].as<int>();
+    const Exclusion exclusion = Classify(criteria, facts);
+    summary.counts[static_cast<size_t>(exclusion)] += count;
+    if (exclusion == Exclusion::kEligible) {
+      summary.eligible += count;
+      continue;
+    }
+    // Devices at other sites are counted, not listed: they say nothing about this site.
+    if (exclusion == Exclusion::kWrongSite) continue;
+    for (absl::string_view id :
+         absl::StrSplit(row[first + 9].as<std::string>(), ',', absl::SkipEmpty())) {
+      if (static_cast<int>(summary.listed.size()) >= max_listed) break;
+      summary.listed.emplace_back(std::string(id), exclusion);
+    }
+  }
+  return summary;
+}
+
+}  // namespace
+
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
                                  const std::string& key, const Criteria& criteria,
                                  const std::string& walk_start, int ttl_seconds,
-                                 const std::string& actor, const WalkLimits& limits,
+                                 const std::string& actor, const WalkLimits& limits, int max_listed,
                                  absl::Time call_deadline) {
   // The function returns the reservation as a composite value (an outer query in the same
   // statement would not see the row the function inserted); the lateral subquery only spreads
-  // it into the columns RecordFromRow reads.
+  // it into the columns RecordFromRow reads. A refusal's exclusions come as a jsonb array, one
+  // row of this query per element, in the array's order (the order the devices are listed in);
+  // any other outcome is one row with the exclusion columns NULL.
   static const std::string* sql = new std::string(absl::StrCat(
       "SELECT ", ReservationColumns(),
-      ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited "
-      "FROM dcl_reserve_within_deadline($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ",
-      SqlTimestampFromMicros("nullif($13, '')"), ") f, LATERAL (SELECT (f.reservation).*) r"));
+      ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited, "
+      "f.exclusions IS NOT NULL, e.at_asked_site, e.vendor, e.model, e.hardware_profile, "
+      "e.process_state, e.bound, e.held, e.decommissioned, e.devices, e.first_ids "
+      "FROM dcl_reserve_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ",
+      SqlTimestampFromMicros("nullif($13, '')"),
+      ", $14) f CROSS JOIN LATERAL (SELECT (f.reservation).*) r "
+      "LEFT JOIN LATERAL ROWS FROM (jsonb_to_recordset(f.exclusions) AS (at_asked_site boolean, "
+      "vendor text, model text, hardware_profile text, process_state text, bound boolean, "
+      "held boolean, decommissioned boolean, devices bigint, first_ids text)) "
+      "WITH ORDINALITY AS e ON true ORDER BY e.ordinality"));
   const std::string deadline = CallDeadlineParameter(call_deadline);
   // ExecCached: parsed and planned once per connection where the connection is its own.
   auto call = [&] {
-    return ExecCached1(tx, *sql, org, key, criteria.site_id, criteria.vendor, criteria.model,
-                       criteria.hardware_profile, walk_start, ttl_seconds, actor,
-                       limits.max_candidates, limits.max_attempts, limits.max_rows, deadline);
+    return ExecCached(tx, *sql, org, key, criteria.site_id, criteria.vendor, criteria.model,
+                      criteria.hardware_profile, walk_start, ttl_seconds, actor,
+                      limits.max_candidates, limits.max_attempts, limits.max_rows, deadline,
+                      max_listed);
   };
-  pqxx::row row = [&] {
+  const pqxx::result rows = [&] {
     try {
       return call();
     } catch (const pqxx::unique_violation&) {
@@ -225,6 +240,8 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
       return call();
     }
   }();
+  if (rows.empty()) throw std::logic_error("dcl_reserve_call answered no row");
+  const pqxx::row row = rows[0];
   ReserveOutcome outcome;
   const std::string kind = row[16].as<std::string>();
   outcome.candidates_examined = row[17].as<int>();
@@ -246,6 +263,7 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
     throw std::logic_error("dcl_reserve answered an unknown outcome: " + kind);
   }
   if (!row[0].is_null()) outcome.reservation = RecordFromRow(row);
+  if (row[20].as<bool>()) outcome.exclusions = SummaryFromRows(rows, 21, criteria, max_listed);
   return outcome;
 }
 

@@ -69,6 +69,9 @@ struct ReserveOutcome {
   int lost_races = 0;
   int rows_visited = 0;
   std::optional<ReservationRecord> reservation;
+  // The refusal's explanation, present exactly for kNoCandidate and kWalkLimit: every device of
+  // the organization classified, read in the same statement as the outcome.
+  std::optional<ExclusionSummary> exclusions;
 };
 
 // --- reservations: reads
@@ -83,31 +86,27 @@ Page<v1::Reservation> ReservationPage(pqxx::transaction_base& tx, const std::str
                                       const std::string& state,  // "" = all
                                       const std::optional<PageCursor>& after, int limit);
 
-// --- devices as candidates
-// Every device of the organization classified (the explanation of a refusal: runs only when
-// Reserve found nothing to hold): the asked site's devices grouped by facts, the other sites'
-// devices as one wrong_site count. One read-only statement; autocommit is enough.
-ExclusionSummary SummarizeExclusions(pqxx::transaction_base& tx, const std::string& org,
-                                     const Criteria& criteria, int max_listed);
-
 // --- reservations: the write path
 // A uniformly random UUID-shaped string: where a Reserve's walk over the site's devices starts.
 // Random per call, so concurrent orders start at different places and spread over the pool.
 std::string RandomWalkStart();
 
-// Reserve's common path, one statement (dcl_reserve in schema/migrations/
-// 0020_reserve_function.sql): the order's existing reservation, or the site check, the walk
-// from `walk_start`, one candidate locked at a time and the hold inserted with the arbiter
-// index deciding. Run it in autocommit (pqxx::nontransaction): the function's transaction is
-// the statement's, so its row and advisory locks end with it. A prepared statement of the
-// connection where the connection is the session's own (ExecCached, db.h).
-// `call_deadline` (absl::InfiniteFuture(): none) is the caller's: the database refuses a call
-// that arrives after it and a hold that would commit after it (dcl_reserve_within_deadline,
+// Reserve, refusal included, in one statement (dcl_reserve_call in schema/migrations/
+// 0035_reserve_explains_refusal.sql, around dcl_reserve of 0020 and 0031): the order's existing
+// reservation, or the site check, the walk from `walk_start`, one candidate locked at a time and
+// the hold inserted with the arbiter index deciding; when nothing was held (kNoCandidate,
+// kWalkLimit), `exclusions`: the asked site's devices grouped by facts and the other sites'
+// devices as one wrong_site count (dcl_exclusion_summary), each classified by Classify(), at
+// most `max_listed` excluded devices listed. Run it in autocommit (pqxx::nontransaction): the
+// function's transaction is the statement's, so its row and advisory locks end with it. A
+// prepared statement of the connection where the connection is the session's own (ExecCached,
+// db.h). `call_deadline` (absl::InfiniteFuture(): none) is the caller's: the database refuses a
+// call that arrives after it and a hold that would commit after it (dcl_reserve_within_deadline,
 // schema/migrations/0030_call_deadline.sql), with kCallerDeadlineSqlState; nothing is written.
 ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& org,
                                  const std::string& key, const Criteria& criteria,
                                  const std::string& walk_start, int ttl_seconds,
-                                 const std::string& actor, const WalkLimits& limits,
+                                 const std::string& actor, const WalkLimits& limits, int max_listed,
                                  absl::Time call_deadline);
 // held → converted / expired (at conversion) / cancelled. The row must be locked and held.
 void MarkConverted(pqxx::transaction_base& tx, const std::string& id, const std::string& service_id,

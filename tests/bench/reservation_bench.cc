@@ -331,10 +331,10 @@ class Bench {
         const auto t0 = Clock::now();
         pqxx::nontransaction tx(conn);
         PreparedStatementScope prepared(true);  // as on the service's own connections
-        const reservation::ReserveOutcome outcome =
-            reservation::ReserveInDatabase(tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
-                                           reservation::RandomWalkStart(), 900, "bench",
-                                           reservation::WalkLimits{}, absl::InfiniteFuture());
+        const reservation::ReserveOutcome outcome = reservation::ReserveInDatabase(
+            tx, org_, absl::StrCat(prefix, "-", c, "-", i), criteria,
+            reservation::RandomWalkStart(), 900, "bench", reservation::WalkLimits{},
+            reservation::ReservationOptions{}.max_listed_devices, absl::InfiniteFuture());
         per[c].latency_ms.push_back(
             std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         switch (outcome.kind) {

@@ -219,6 +219,71 @@ TEST_CASE(
   }
 }
 
+// Migration 0035. dcl_reserve_call (a Reserve with its refusal's explanation in one statement)
+// plans its own two statements with the settings of the functions it calls, after the same
+// ANALYZE of empty tables; they read those functions only, whose statements the test above
+// checks.
+TEST_CASE("dcl_reserve_call plans like dcl_reserve and reads no table of its own") {
+  TestDatabase db;
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string site = testing::CreateSite(db, org, "S1");
+  db.Exec("ANALYZE");
+  const std::vector<std::string> settings = FunctionSettings(db, "dcl_reserve_call");
+  INFO(absl::StrJoin(settings, " "));
+  CHECK(settings == FunctionSettings(db, "dcl_reserve"));
+  CHECK(settings == FunctionSettings(db, "dcl_exclusion_summary"));
+
+  struct Statement {
+    std::string pattern;
+    std::vector<std::pair<std::string, std::string>> parameters;
+    std::string types, arguments, function_read;
+  };
+  const std::vector<std::pair<std::string, std::string>> reserve_parameters = {
+      {" INTO v_result", ""},
+      {"p_org", "$1::uuid"},
+      {"p_key", "$2::text"},
+      {"p_site", "$3::uuid"},
+      {"p_vendor", "$4::text"},
+      {"p_model", "$5::text"},
+      {"p_profile", "$6::text"},
+      {"p_walk_start", "$7::uuid"},
+      {"p_ttl_seconds", "$8::integer"},
+      {"p_actor", "$9::text"},
+      {"p_max_candidates", "$10::integer"},
+      {"p_max_attempts", "$11::integer"},
+      {"p_max_rows", "$12::integer"},
+      {"p_call_deadline", "$13::timestamptz"}};
+  const std::vector<Statement> statements = {
+      {R"(SELECT \* INTO v_result\s+FROM dcl_reserve_within_deadline[^;]*)", reserve_parameters,
+       "uuid, text, uuid, text, text, text, uuid, integer, text, integer, integer, integer, "
+       "timestamptz",
+       absl::StrCat("'", org, "', 'order-1', '", site, "', '', '', '', '", site,
+                    "', 900, 'test', 25, 5, 1024, NULL"),
+       "dcl_reserve_within_deadline"},
+      {R"(SELECT coalesce\(jsonb_agg[^;]*)",
+       {{" INTO exclusions", ""},
+        {"p_org", "$1::uuid"},
+        {"p_site", "$2::uuid"},
+        {"p_max_listed", "$3::integer"}},
+       "uuid, uuid, integer",
+       absl::StrCat("'", org, "', '", site, "', 5"),
+       "dcl_exclusion_summary"},
+  };
+  auto conn = db.Connect();
+  for (const Statement& statement : statements) {
+    const std::vector<std::string> found = testing::FunctionStatements(
+        db, "dcl_reserve_call", statement.pattern, statement.parameters);
+    INFO(statement.pattern);
+    REQUIRE(found.size() == 1);
+    const std::string plan =
+        GenericPlan(*conn, found[0], statement.types, statement.arguments, settings);
+    INFO(found[0] << "\n" << plan);
+    CHECK(plan.find("Function Scan on " + statement.function_read) != std::string::npos);
+    CHECK(plan.find("Seq Scan") == std::string::npos);
+    CHECK(ScannedIndexes(plan).empty());
+  }
+}
+
 TEST_CASE("a listing reaches its listing index by stating the listing condition") {
   TestDatabase db;
   const std::string org = testing::CreateOrg(db, "acme");

@@ -17,8 +17,9 @@
 namespace dcl::reservation {
 
 struct GrpcEnv {
-  GrpcEnv()
-      : gate(*env.pool),
+  explicit GrpcEnv(int pool_size = 16)
+      : env(pool_size),
+        gate(*env.pool),
         service(gate, env.logic),
         server(env.pool.get(), {{"dcl.v1.ReservationService", &service}}),
         stub(v1::ReservationService::NewStub(server.Channel())),

@@ -10,14 +10,28 @@
 #include "absl/strings/str_cat.h"
 #include "dcl/v1/reservation.grpc.pb.h"
 #include "services/common/grpc_status.h"
+#include "services/common/metrics.h"
 #include "services/common/rpc_gate.h"
 #include "services/reservation/reservation_service.h"
 #include "tests/reservation/reservation_grpc_env.h"
 #include "tests/reservation/reservation_test_util.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/metrics_scrape.h"
 
 namespace dcl::reservation {
 namespace {
+
+// What the gate of this process recorded for the Reserve calls so far: calls, and the statements
+// PostgreSQL answered for them (dcl_rpc_db_statements).
+struct ReserveStatements {
+  double calls = 0, statements = 0;
+};
+ReserveStatements ReserveStatementsSoFar() {
+  const testing::Samples samples = testing::ParseSamples(MetricsRegistry::Default().Render());
+  const std::string rpc = "{rpc=\"/dcl.v1.ReservationService/Reserve\"}";
+  return {testing::ValueOr0(samples, "dcl_rpc_db_statements_count" + rpc),
+          testing::ValueOr0(samples, "dcl_rpc_db_statements_sum" + rpc)};
+}
 
 TEST_CASE("over gRPC with a commerce token: reserve, convert, read back; refusals carry reasons") {
   GrpcEnv g;
@@ -68,6 +82,47 @@ TEST_CASE("over gRPC with a commerce token: reserve, convert, read back; refusal
                            ReserveRequest("", g.env.site), &refused);
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(ErrorDetailFromGrpc(status)->metadata().at("field") == "idempotency_key");
+}
+
+// Issue 26: the refusal's explanation comes back with dcl_reserve's outcome, in the same
+// statement (dcl_reserve_call, migration 0035), so a refused Reserve costs what a replayed one
+// does: the token's lookup and one statement, never a second one for the explanation.
+TEST_CASE("a refused Reserve costs the database the statements of a replayed one: one round trip") {
+  // One connection: after the warm-up every statement of the server is prepared on it, so the
+  // counts below are the steady state's.
+  GrpcEnv g(1);
+  const std::string device = g.env.Device();
+  auto reserve = [&](const std::string& key, ReserveStatements* cost) {
+    const ReserveStatements before = ReserveStatementsSoFar();
+    v1::ReserveResponse response;
+    const grpc::Status status = g.stub->Reserve(testing::ContextWithToken(g.commerce_token).get(),
+                                                ReserveRequest(key, g.env.site), &response);
+    const ReserveStatements after = ReserveStatementsSoFar();
+    REQUIRE(after.calls - before.calls == 1);
+    *cost = {1, after.statements - before.statements};
+    return status;
+  };
+  ReserveStatements warm_up;
+  REQUIRE(reserve("order-1", &warm_up).ok());
+  REQUIRE(reserve("order-2", &warm_up).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+
+  ReserveStatements replayed, refused;
+  REQUIRE(reserve("order-1", &replayed).ok());
+  const grpc::Status status = reserve("order-3", &refused);
+  CAPTURE(replayed.statements, refused.statements);
+  // The answer is the one the two statements gave: NO_CAPACITY, the held machine listed.
+  REQUIRE(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  const auto detail = ErrorDetailFromGrpc(status);
+  REQUIRE(detail.has_value());
+  CHECK(detail->reason() == v1::NO_CAPACITY);
+  REQUIRE(detail->exclusion_counts_size() == 1);
+  CHECK(detail->exclusion_counts(0).reason() == "held_by_another_order");
+  CHECK(detail->exclusion_counts(0).count() == 1);
+  REQUIRE(detail->excluded_devices_size() == 1);
+  CHECK(detail->excluded_devices(0).device_id() == device);
+
+  CHECK(replayed.statements >= 2);  // at least the token and the reservation
+  CHECK(refused.statements == replayed.statements);
 }
 
 TEST_CASE("over gRPC: no token or a wrong role is refused and writes nothing") {

@@ -1,9 +1,11 @@
 // Convert, Cancel, EndBinding, reads and input validation against a real PostgreSQL.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cctype>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "tests/reservation/reservation_test_util.h"
@@ -126,8 +128,9 @@ TEST_CASE("NO_CAPACITY counts every exclusion reason and lists a bounded set of 
   CHECK(response.reservation().device_id() == hpe);
 }
 
-TEST_CASE("NO_CAPACITY's wrong_site is every device of the organization at other sites, whatever "
-          "else it is, and only the organization's") {
+TEST_CASE(
+    "NO_CAPACITY's wrong_site is every device of the organization at other sites, whatever "
+    "else it is, and only the organization's") {
   ReservationEnv env;
   const std::string ams = testing::CreateSite(env.db, env.org, "AMS1");
   const std::string cdg = testing::CreateSite(env.db, env.org, "CDG1");
@@ -136,8 +139,10 @@ TEST_CASE("NO_CAPACITY's wrong_site is every device of the organization at other
   staging.process_state = "staging";
   env.DeviceAt(ams, staging);
   const std::string retired = env.DeviceAt(cdg);
-  env.db.Exec("UPDATE devices SET decommissioned_at = now(), decommissioned_by = 'test' "
-              "WHERE id = '" + retired + "'");
+  env.db.Exec(
+      "UPDATE devices SET decommissioned_at = now(), decommissioned_by = 'test' "
+      "WHERE id = '" +
+      retired + "'");
   // Held elsewhere: a hold on another site's machine does not make it held_by_another_order here.
   v1::ReserveResponse held_elsewhere;
   const std::string cdg_ready = env.DeviceAt(cdg);
@@ -160,6 +165,49 @@ TEST_CASE("NO_CAPACITY's wrong_site is every device of the organization at other
   CHECK(ExclusionCountOf(status, "eligible") == 0);
   // Every listed device is at the asked site: the other sites are counted, not listed.
   CHECK(GetErrorDetail(status)->excluded_devices_size() == 1);
+}
+
+// A walk stopped by its bound on rows (dcl_reserve's outcome walk_limit) is explained like one
+// that went round the site, from the same statement: eligible machines beyond the bound mean
+// CONTENDED (retry now), none mean NO_CAPACITY with the machines listed.
+TEST_CASE(
+    "a walk stopped by its row bound: CONTENDED with a machine beyond it, NO_CAPACITY without") {
+  ReservationOptions options;
+  options.max_rows_walked = 1;  // one batch of the walk (16 devices), then walk_limit
+  ReservationEnv env(4, options);
+  env.logic.SetWalkStartForTest("00000000-0000-0000-0000-000000000000");
+  std::vector<std::string> devices;
+  for (int i = 0; i < 17; ++i) devices.push_back(env.Device());
+  std::sort(devices.begin(), devices.end());
+  auto hold_for_another_order = [&](const std::string& device) {
+    env.db.Exec(absl::StrCat(
+        "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
+        "selection_reason, expires_at) VALUES ('",
+        env.org, "', 'other-", device, "', '", device, "', '", env.site,
+        "', '{}', now() + interval '15 minutes')"));
+  };
+  // The first batch, the 16 lowest ids, is held; the 17th, beyond the bound, is free.
+  for (int i = 0; i < 16; ++i) hold_for_another_order(devices[i]);
+  v1::ReserveResponse response;
+  absl::Status status =
+      env.logic.Reserve(env.commerce, ReserveRequest("mine", env.site), &response);
+  INFO(status.ToString());
+  CHECK(IsContended(status));
+  CHECK(env.db.Count("SELECT count(*) FROM reservations WHERE idempotency_key = 'mine'") == 0);
+
+  hold_for_another_order(devices[16]);
+  status = env.logic.Reserve(env.commerce, ReserveRequest("mine", env.site), &response);
+  INFO(status.ToString());
+  REQUIRE(IsNoCapacity(status));
+  CHECK(ExclusionCountOf(status, "held_by_another_order") == 17);
+  CHECK(ExclusionCountOf(status, "eligible") == 0);
+  const auto detail = GetErrorDetail(status);
+  REQUIRE(detail.has_value());
+  REQUIRE(detail->excluded_devices_size() == 17);
+  for (int i = 0; i < 17; ++i) {
+    CHECK(detail->excluded_devices(i).device_id() == devices[i]);
+    CHECK(detail->excluded_devices(i).reason() == "held_by_another_order");
+  }
 }
 
 TEST_CASE(

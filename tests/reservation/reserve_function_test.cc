@@ -121,7 +121,7 @@ TEST_CASE(
                   const ReserveOutcome outcome = [&] {
                     pqxx::nontransaction tx(*conn);
                     return ReserveInDatabase(tx, org, absl::StrCat("order-", n), criteria,
-                                             kWalkFromTheStart, 900, "test", WalkLimits{},
+                                             kWalkFromTheStart, 900, "test", WalkLimits{}, 5,
                                              absl::InfiniteFuture());
                   }();
                   INFO("combination "
@@ -133,6 +133,8 @@ TEST_CASE(
                        << " classify=" << ExclusionName(Classify(criteria, facts)));
                   const bool function_held = outcome.kind == ReserveOutcome::Kind::kHeld;
                   CHECK(function_held == classify_eligible);
+                  // The refusal's explanation comes with the refusal, never with a hold.
+                  CHECK(outcome.exclusions.has_value() == !function_held);
                   if (function_held) {
                     ++eligible;
                     REQUIRE(outcome.reservation.has_value());
@@ -146,6 +148,19 @@ TEST_CASE(
                           absl::StrCat(state, "/", vendor.actual, "/eligible"));
                   } else {
                     CHECK(outcome.kind == ReserveOutcome::Kind::kNoCandidate);
+                    REQUIRE(outcome.exclusions.has_value());
+                    // ... and says what Classify says of the device: listed with its reason
+                    // at the asked site, counted as wrong_site (never listed) next door.
+                    const Exclusion reason = Classify(criteria, facts);
+                    CHECK(outcome.exclusions->eligible == 0);
+                    CHECK(outcome.exclusions->counts[static_cast<size_t>(reason)] >= 1);
+                    if (same_site) {
+                      CHECK(outcome.exclusions->counts[static_cast<size_t>(reason)] == 1);
+                      CHECK(outcome.exclusions->listed ==
+                            std::vector<std::pair<std::string, Exclusion>>{{device, reason}});
+                    } else {
+                      CHECK(outcome.exclusions->listed.empty());
+                    }
                   }
                 }
               }
