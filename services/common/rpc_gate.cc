@@ -49,8 +49,8 @@ class RpcMetrics {
             "dcl_rpc_db_statements",
             "statements the database answered for one call on its thread (authentication, "
             "BEGIN and COMMIT included; opening a connection not), per RPC",
-            // Authentication alone is 3 (BEGIN, the token's SELECT, COMMIT), a PlaceDevice refused
-            // with UNIT_OCCUPIED 8; a WatchMove grows with the reads of its stream.
+            // Authentication is 1 (the token's SELECT in autocommit), 0 for a token the cache
+            // holds; a WatchMove grows with the reads of its stream.
             {"rpc"}, {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128})),
         calls_(new std::atomic<Counter*>[kRpcCount * kCodes * kReasons]) {
     for (size_t i = 0; i < kRpcCount * kCodes * kReasons; ++i) calls_[i].store(nullptr);

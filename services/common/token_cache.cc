@@ -127,16 +127,22 @@ void TokenCache::ListenOnce() {
   listener_pid_.store(pid, std::memory_order_release);
   listening_.store(true, std::memory_order_release);
   while (!stopping_.load()) {
-    pollfd socket{conn.sock(), POLLIN, 0};
-    if (::poll(&socket, 1, 200) <= 0) continue;
-    // Something arrived: untrusted from before it is read until it is acted on. Only
-    // notifications are expected here; anything else (the FATAL of a terminated session, a
-    // notice, a message cut short) ends the session, and the cache holds nothing until a new one
-    // listens: an unknown message reads as a lost notification.
-    draining_.store(true, std::memory_order_release);
-    if (conn.get_notifs() == 0 || conn.backendpid() != pid || !conn.is_open()) {
-      throw std::runtime_error("the listening session received something other than a notification");
+    // Notifications that arrived while the answers below were sent are already read (libpqxx
+    // delivers them after each statement): act on them at once.
+    if (changes.received.empty()) {
+      pollfd socket{conn.sock(), POLLIN, 0};
+      if (::poll(&socket, 1, 200) <= 0) continue;
+      // Something arrived: untrusted from before it is read until it is acted on. Only
+      // notifications are expected here; anything else (the FATAL of a terminated session, a
+      // notice, a message cut short) ends the session, and the cache holds nothing until a new
+      // one listens: an unknown message reads as a lost notification.
+      draining_.store(true, std::memory_order_release);
+      if (conn.get_notifs() == 0 || conn.backendpid() != pid || !conn.is_open()) {
+        throw std::runtime_error(
+            "the listening session received something other than a notification");
+      }
     }
+    draining_.store(true, std::memory_order_release);
     DropAll();
     invalidations_.fetch_add(changes.received.size(), std::memory_order_acq_rel);
     // Answer after dropping: the writer may return as soon as every answer is in.
@@ -163,8 +169,9 @@ absl::Status ChangeAuthFacts(DbPool& pool, const std::function<absl::Status(pqxx
       pqxx::work tx(conn);
       absl::Status status = fn(tx);
       if (!status.ok()) return status;  // rolled back by the destructor
-      change = tx.exec("SELECT txid_current()::text")[0][0].as<std::string>();
+      const std::string txid = tx.exec("SELECT txid_current()::text")[0][0].as<std::string>();
       tx.commit();
+      change = txid;  // set only once committed: the messages below say so
     }
     std::string committed_at;  // by the database's clock, just after the commit
     {

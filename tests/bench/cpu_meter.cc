@@ -45,6 +45,11 @@ bool ReadStat(const std::string& pid, ProcStat* out) {
 
 }  // namespace
 
+double ProcessCpuSeconds(int pid) {
+  ProcStat stat;
+  return ReadStat(std::to_string(pid), &stat) ? stat.self_seconds : -1;
+}
+
 CpuSeconds ReadCpuSeconds(const std::string& url) {
   // A backend whose client just disconnected is still exiting: until the postmaster has reaped
   // it, its CPU is neither in /proc nor in the postmaster's cutime. Let it finish first.

@@ -21,6 +21,10 @@ struct CpuSeconds {
 // went between two readings are not lost.
 CpuSeconds ReadCpuSeconds(const std::string& url);
 
+// One process's CPU seconds so far (utime + stime, in clock ticks of 10 ms); -1 when it is gone
+// or not on this machine. For one backend: its pid is pg_backend_pid().
+double ProcessCpuSeconds(int pid);
+
 // CPU per call in milliseconds; -1 where it was not measured.
 struct CpuPerCall {
   double process_ms = -1;

@@ -33,6 +33,12 @@
 //   2. 256 clients on 10 machines, one Reserve each (contention: 10 holds, 246 rejections);
 //   3. a pool of --big_pool machines, empty vs 95 % bound and 1 % held: Reserve latency must
 //      not grow with the number of sold machines (ratio printed);
+//   anatomy: each part of a hold (the key, the walk, the candidate's lock with and without its
+//      probes, the hold's INSERT with and without its JSON reason), the whole dcl_reserve_call
+//      and the floor's INSERT, --anatomy_iterations times each in one session with a commit
+//      after each: the database's CPU and WAL per part, without network or protocol;
+//   token-cache: Reserve and the floor at 8 clients through the gate with the token cache and
+//      through the same services behind a gate without it, taking turns (4 rounds of 2 s);
 //   burst: one client reserving and cancelling for --quiet_seconds on sites of 1,000, 10,000 and
 //      30,000 machines in two organizations, then bursts of --burst_seconds each at 1, 8 and 32
 //      clients reserving and cancelling there, then the one client again for --quiet_seconds:
@@ -87,7 +93,8 @@ ABSL_FLAG(int, pool_size, 16, "database connections of the service");
 ABSL_FLAG(int, burst_seconds, 6,
           "length of each burst phase (1, 8 and 32 clients) in the burst scenario");
 ABSL_FLAG(int, quiet_seconds, 10, "one client's measured seconds before and after the bursts");
-ABSL_FLAG(std::string, scenarios, "shared,throughput,contention,sold,burst",
+ABSL_FLAG(int, anatomy_iterations, 3000, "iterations of each part in the anatomy scenario");
+ABSL_FLAG(std::string, scenarios, "shared,anatomy,token-cache,throughput,contention,sold,burst",
           "which scenarios to run (comma-separated)");
 ABSL_FLAG(std::vector<std::string>, clients, {},
           "client counts of the throughput runs (comma-separated; default 1,8,32 in the shared "
@@ -165,8 +172,26 @@ class Bench {
     if (!runtime.ok()) Die(runtime.status().ToString());
     runtime_ = std::move(*runtime);
     channels_ = DistinctChannels(runtime_->port(), 4);
+    if (tokens_ != nullptr) {
+      // The same services, pool and logic behind a gate without the cache, on a port of its own:
+      // the token-cache scenario takes turns between the two in one run.
+      uncached_gate_ = std::make_unique<RpcGate>(*pool_);
+      uncached_service_ =
+          std::make_unique<reservation::ReservationServiceImpl>(*uncached_gate_, *logic_);
+      uncached_echo_ = std::make_unique<EchoInsertServiceImpl>(*uncached_gate_, *pool_,
+                                                               Rpc::kReserve);
+      auto uncached = ServerRuntime::Start(config, pool_.get(),
+                                           {{"dcl.v1.ReservationService", uncached_service_.get()},
+                                            {kEchoInsertServiceName, uncached_echo_.get()}});
+      if (!uncached.ok()) Die(uncached.status().ToString());
+      uncached_runtime_ = std::move(*uncached);
+      uncached_channels_ = DistinctChannels(uncached_runtime_->port(), 4);
+    }
   }
-  ~Bench() { runtime_->Shutdown(); }
+  ~Bench() {
+    if (uncached_runtime_) uncached_runtime_->Shutdown();
+    runtime_->Shutdown();
+  }
 
   static void Die(const std::string& why) {
     std::fprintf(stderr, "reservation_bench: %s\n", why.c_str());
@@ -283,7 +308,7 @@ class Bench {
     std::vector<Outcomes> per(clients);
     Outcomes total;
     total.seconds = RunTogether(clients, [&](int c, const std::function<void()>& start) {
-      auto stub = v1::ReservationService::NewStub(channels_[c % channels_.size()]);
+      auto stub = v1::ReservationService::NewStub((*route_)[c % route_->size()]);
       start();
       const double cpu_start = ThisThreadCpuSeconds();
       const auto until = Clock::now() + std::chrono::duration<double>(seconds);
@@ -536,6 +561,199 @@ class Bench {
         to.autoanalyzes - from.autoanalyzes);
   }
 
+  // The anatomy of one hold (issue 26): each part of dcl_reserve_call's work, the whole call, and
+  // the floor's INSERT, `n` times each in one session, inside a DO block that commits after
+  // every iteration: no network, no parse, no protocol, only the SQL and its commit. CPU is that
+  // session's backend's (/proc, its own commit's WAL flush included), WAL the insert position's
+  // advance. The parts are
+  // the statements of dcl_reserve (migrations 0020, 0031) with literals where the function has
+  // a device's facts.
+  void Anatomy(int n) {
+    const std::string site = NewSite("anatomy", 10000);
+    const std::string parts_site = NewSite("anatomy-parts", 2 * n);
+    pqxx::connection conn(url_);
+    const int backend = pqxx::nontransaction(conn).exec1("SELECT pg_backend_pid()")[0].as<int>();
+    struct Cost {
+      double cpu_ms = 0;
+      double wal_bytes = 0;
+    };
+    auto lsn = [&] {
+      return pqxx::nontransaction(conn).exec1("SELECT pg_current_wal_lsn()::text")[0]
+          .as<std::string>();
+    };
+    auto run = [&](const std::string& body, int iterations) {
+      const std::string sql = absl::StrCat(
+          "DO $anatomy$ DECLARE v_org uuid := '", org_, "'; v_site uuid := '", site,
+          "'; v_psite uuid := '", parts_site,
+          "'; v_ids uuid[] := ARRAY(SELECT id FROM devices WHERE site_id = '", parts_site,
+          "' ORDER BY id); v_batch uuid[]; v_d uuid; v_start uuid; BEGIN FOR i IN 1..",
+          iterations, " LOOP v_start := gen_random_uuid(); ", body,
+          " COMMIT; END LOOP; END $anatomy$");
+      const std::string lsn_before = lsn();
+      const double before = ProcessCpuSeconds(backend);
+      pqxx::nontransaction(conn).exec(sql);
+      const double after = ProcessCpuSeconds(backend);
+      const int n = iterations;
+      Cost cost;
+      cost.cpu_ms = (after - before) * 1000.0 / n;
+      cost.wal_bytes = pqxx::nontransaction(conn)
+                           .exec1(absl::StrCat("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '",
+                                               lsn_before, "')::float8"))[0]
+                           .as<double>() /
+                       n;
+      return cost;
+    };
+    const std::string candidate =
+        "SELECT d.id INTO v_d FROM devices d WHERE d.id = v_ids[i] AND d.site_id = v_psite "
+        "AND d.org_id = v_org AND d.process_state = 'normal' AND d.decommissioned_at IS NULL ";
+    const std::string probes =
+        "AND (SELECT 1 FROM service_bindings b WHERE b.device_id = d.id AND b.ended_at IS NULL "
+        "LIMIT 1) IS NULL AND (SELECT 1 FROM reservations h WHERE h.device_id = d.id AND "
+        "h.state = 'held' LIMIT 1) IS NULL ";
+    auto hold = [&](const std::string& key, const std::string& device,
+                    const std::string& reason) {
+      return absl::StrCat(
+          "INSERT INTO reservations AS r (org_id, idempotency_key, device_id, state, "
+          "criteria_site_id, criteria_vendor, criteria_model, criteria_hardware_profile, "
+          "selection_reason, created_by, expires_at) VALUES (v_org, '",
+          key, "' || i, ", device, ", 'held', v_psite, '', '', '', ", reason,
+          ", 'bench', now() + interval '15 minutes') ON CONFLICT (device_id) WHERE state = "
+          "'held' DO NOTHING;");
+    };
+    const std::string json_reason =
+        "jsonb_build_object('criteria', jsonb_build_object('site_id', v_psite::text, 'vendor', "
+        "'', 'model', '', 'hardware_profile', ''), 'device', jsonb_build_object('id', "
+        "v_ids[i]::text, 'site_id', v_psite::text, 'vendor', 'Dell', 'model', 'R650', "
+        "'hardware_profile', '', 'process_state', 'normal', 'bound', false, 'held', false, "
+        "'decommissioned', false), 'eligibility', 'eligible', 'candidates_examined', 1, "
+        "'lost_races', 0, 'rows_visited', 16, 'walk_start', v_start::text, "
+        "'chosen_at', now())";
+    struct Part {
+      const char* name;
+      std::string body;
+    };
+    const std::vector<Part> parts = {
+        {"loop and commit, no write", "PERFORM 1;"},
+        {"floor: one-row INSERT (bench_echo_insert)",
+         "INSERT INTO bench_echo_insert (org_id, payload) VALUES (v_org, 'anatomy');"},
+        {"key: advisory lock, key lookup, site check",
+         "PERFORM pg_advisory_xact_lock(hashtext(v_org::text), hashtext('anatomy-key-' || i)); "
+         "PERFORM 1 FROM reservations r WHERE r.org_id = v_org AND r.idempotency_key = "
+         "'anatomy-key-' || i; PERFORM 1 FROM sites s WHERE s.id = v_site AND s.org_id = v_org;"},
+        {"walk: the next 16 device ids",
+         "SELECT array_agg(w.id ORDER BY w.id) INTO v_batch FROM (SELECT d.id FROM devices d "
+         "WHERE (d.site_id, d.id) > (v_site, v_start) AND (d.site_id, d.id) <= "
+         "(v_site, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid) ORDER BY d.site_id, d.id LIMIT "
+         "16) w;"},
+        {"candidate: row lock with the two probes",
+         absl::StrCat(candidate, probes, "FOR NO KEY UPDATE OF d SKIP LOCKED;")},
+        {"candidate: row lock without the probes",
+         absl::StrCat(candidate, "FOR NO KEY UPDATE OF d SKIP LOCKED;")},
+        {"hold: INSERT into reservations, JSON reason",
+         hold("anatomy-json-", "v_ids[i]", json_reason)},
+        {"hold: INSERT into reservations, empty reason",
+         hold("anatomy-bare-", absl::StrCat("v_ids[", n, " + i]"), "'{}'::jsonb")},
+        {"dcl_reserve alone (0031, no wrapper)",
+         "PERFORM * FROM dcl_reserve(v_org, 'anatomy-bare-call-' || i, v_site, '', '', '', "
+         "v_start, 900, 'bench', 25, 5, 1024);"},
+        {"dcl_reserve_within_deadline (0030)",
+         "PERFORM * FROM dcl_reserve_within_deadline(v_org, 'anatomy-deadline-call-' || i, "
+         "v_site, '', '', '', v_start, 900, 'bench', 25, 5, 1024, NULL);"},
+        {"the whole decision: dcl_reserve_call",
+         absl::StrCat("PERFORM * FROM dcl_reserve_call(v_org, 'anatomy-call-' || i, v_site, '', "
+                      "'', '', v_start, 900, 'bench', 25, 5, 1024, NULL, 20);")},
+    };
+    std::printf(
+        "\n== anatomy of one hold: each part %d times in one session, a commit after each (a DO "
+        "loop: no network, no parse, no protocol) ==\n",
+        n);
+    std::printf("%-46s %10s %12s %10s\n", "part", "CPU ms", "net of loop", "WAL bytes");
+    // Every iteration draws a walk start (gen_random_uuid), the loop's part included. The first
+    // DO of a session pays for its caches and PL/pgSQL: warmed once, not measured.
+    run(parts[0].body, 100);
+    double loop_ms = 0;
+    for (const Part& part : parts) {
+      const Cost cost = run(part.body, n);
+      if (loop_ms == 0) loop_ms = cost.cpu_ms;
+      std::printf("%-46s %10.3f %12.3f %10.0f\n", part.name, cost.cpu_ms, cost.cpu_ms - loop_ms,
+                  cost.wal_bytes);
+      std::fflush(stdout);
+      CancelHolds(site);  // each decision part finds the site as free as the first did
+    }
+    CancelHolds(site);
+    CancelHolds(parts_site);
+  }
+
+  // The token cache before and after, in one run: Reserve and the floor through the gate with the
+  // cache and through the same services behind a gate without it, taking turns for `rounds`
+  // rounds of `seconds` each, so that whatever the machine does meanwhile weighs on both alike.
+  // Prints calls/s, p50 and CPU per call (server + PostgreSQL, the load generator apart) of each.
+  int64_t TokenCacheTurns(const std::string& site, int clients, int rounds, double seconds) {
+    if (uncached_runtime_ == nullptr) {
+      std::printf("\n(token-cache scenario skipped: the run has no token cache)\n");
+      return 0;
+    }
+    struct Tally {
+      LoadRun run;
+      double server_s = 0, database_s = 0;
+      void Add(const LoadRun& r, const CpuSeconds& before, const CpuSeconds& after) {
+        run.latency_ms.insert(run.latency_ms.end(), r.latency_ms.begin(), r.latency_ms.end());
+        run.seconds += r.seconds;
+        run.failed += r.failed;
+        server_s += after.process - before.process - r.load_generator_cpu_seconds;
+        database_s += after.database - before.database;
+      }
+      void Print(const char* name) const {
+        const double calls = std::max<double>(1, run.latency_ms.size());
+        std::printf("%-34s %9.1f %8.2f %8.2f   %.3f + %.3f = %.3f ms  failed %lld\n", name,
+                    run.calls_per_second(), Percentile(run.latency_ms, 0.5),
+                    Percentile(run.latency_ms, 0.99), server_s * 1000 / calls,
+                    database_s * 1000 / calls, (server_s + database_s) * 1000 / calls,
+                    run.failed);
+      }
+    };
+    Tally reserve[2], floor[2];  // [0] with the cache, [1] without
+    const std::vector<std::shared_ptr<grpc::Channel>>* routes[2] = {&channels_,
+                                                                    &uncached_channels_};
+    int64_t violations = 0;
+    for (int variant = 0; variant < 2; ++variant) {  // warm both: plans, compiles, the cache
+      route_ = routes[variant];
+      Run(site, clients, 0.5, 0, absl::StrCat("tc-warm-", variant));
+      RunEchoInsert(*routes[variant], clients, 0.5, "Bearer " + token_);
+    }
+    CancelHolds(site);
+    for (int round = 0; round < rounds; ++round) {
+      for (int turn = 0; turn < 2; ++turn) {
+        // Alternate which variant goes first, so neither always follows the other.
+        const int variant = (round + turn) % 2;
+        route_ = routes[variant];
+        CpuSeconds before = ReadCpuSeconds(url_);
+        const Outcomes o = Run(site, clients, seconds, 0, absl::StrCat("tc-", round, "-", variant));
+        CpuSeconds after = ReadCpuSeconds(url_);
+        reserve[variant].Add(AsLoadRun(o), before, after);
+        if (o.other > 0) ++violations;
+        CancelHolds(site);
+        before = ReadCpuSeconds(url_);
+        const LoadRun f = RunEchoInsert(*routes[variant], clients, seconds, "Bearer " + token_);
+        after = ReadCpuSeconds(url_);
+        floor[variant].Add(f, before, after);
+        if (f.failed > 0) ++violations;
+      }
+    }
+    route_ = &channels_;
+    std::printf(
+        "\n== token cache, before and after: %d clients, %d rounds of %.0f s each, the two "
+        "gates taking turns ==\n",
+        clients, rounds, seconds);
+    std::printf("%-34s %9s %8s %8s   %s\n", "run", "calls/s", "p50 ms", "p99 ms",
+                "CPU per call: server + PostgreSQL");
+    reserve[1].Print("Reserve, no token cache");
+    reserve[0].Print("Reserve, token cache");
+    floor[1].Print("echo-insert floor, no token cache");
+    floor[0].Print("echo-insert floor, token cache");
+    return violations + Audit();
+  }
+
   // Rows that must not exist; prints and returns the number of violations.
   int64_t Audit() {
     const int64_t double_holds = std::stoll(
@@ -604,6 +822,14 @@ class Bench {
   std::unique_ptr<EchoInsertServiceImpl> echo_;
   std::unique_ptr<ServerRuntime> runtime_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  // Without the token cache (only when the run has one): for the token-cache scenario.
+  std::unique_ptr<RpcGate> uncached_gate_;
+  std::unique_ptr<reservation::ReservationServiceImpl> uncached_service_;
+  std::unique_ptr<EchoInsertServiceImpl> uncached_echo_;
+  std::unique_ptr<ServerRuntime> uncached_runtime_;
+  std::vector<std::shared_ptr<grpc::Channel>> uncached_channels_;
+  // The channels Run() calls through: the cached server's, or the uncached one's.
+  const std::vector<std::shared_ptr<grpc::Channel>>* route_ = &channels_;
   std::string org_, token_;
   int missed_goals_ = 0;  // the floor goals printed at 32 clients that were not met
 };
@@ -684,6 +910,12 @@ int Main() {
         contention.latency_ms.size() / elapsed, contention.held, contention.other);
     violations += bench.Audit();
     if (contention.held != 10 || contention.other != 0) ++violations;
+  }
+
+  if (wanted("anatomy")) bench.Anatomy(absl::GetFlag(FLAGS_anatomy_iterations));
+  if (wanted("token-cache")) {
+    const std::string site = bench.NewSite("token-cache", 10000);
+    violations += bench.TokenCacheTurns(site, 8, 4, 2.0);
   }
 
   // 1. Throughput.
