@@ -115,6 +115,21 @@ void TokenCache::ListenOnce() {
       cache->listener_fd_.store(-1, std::memory_order_release);
     }
   } guard{this};
+  {
+    // Without the triggers of migration 0036 (not applied yet, or disabled) no change would ever
+    // be notified: a cache would keep revoked tokens. Then there is no cache.
+    pqxx::nontransaction tx(conn);
+    const int64_t enabled =
+        tx.exec("SELECT count(*) FROM pg_trigger WHERE tgenabled <> 'D' AND tgname IN "
+                "('api_tokens_auth_changed', 'feature_settings_auth_changed', "
+                "'organization_feature_settings_auth_changed')")[0][0]
+            .as<int64_t>();
+    if (enabled != 3) {
+      throw std::runtime_error(
+          "the schema does not notify changes of tokens and module switches (migration 0036 "
+          "missing or its triggers disabled); no token cache");
+    }
+  }
   Collector changes(conn, kChangedChannel);  // LISTEN, now
   {
     // Named only now that it listens: a writer waits for the sessions carrying this name, and
@@ -132,14 +147,21 @@ void TokenCache::ListenOnce() {
     if (changes.received.empty()) {
       pollfd socket{conn.sock(), POLLIN, 0};
       if (::poll(&socket, 1, 200) <= 0) continue;
-      // Something arrived: untrusted from before it is read until it is acted on. Only
-      // notifications are expected here; anything else (the FATAL of a terminated session, a
-      // notice, a message cut short) ends the session, and the cache holds nothing until a new
-      // one listens: an unknown message reads as a lost notification.
+      // Something arrived: untrusted from before it is read until it is acted on.
       draining_.store(true, std::memory_order_release);
-      if (conn.get_notifs() == 0 || conn.backendpid() != pid || !conn.is_open()) {
-        throw std::runtime_error(
-            "the listening session received something other than a notification");
+      if (conn.get_notifs() == 0) {
+        // Not a notification: a notice, a message cut short, or the FATAL of a session being
+        // ended, which libpq reads as a notice before the end itself arrives. One round trip
+        // tells them apart (an ended session throws, and the cache holds nothing until a new
+        // one listens); until it has, the cache stays untrusted.
+        pqxx::nontransaction(conn).exec("SELECT 1");
+        if (changes.received.empty()) {
+          draining_.store(false, std::memory_order_release);
+          continue;
+        }
+      }
+      if (conn.backendpid() != pid || !conn.is_open()) {
+        throw std::runtime_error("the listening session was replaced");
       }
     }
     draining_.store(true, std::memory_order_release);
