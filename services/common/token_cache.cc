@@ -62,6 +62,12 @@ std::optional<Principal> TokenCache::Find(const std::string& digest) const {
   return it->second;
 }
 
+bool TokenCache::AwaitListening(absl::Duration timeout) const {
+  const absl::Time give_up = absl::Now() + timeout;
+  while (!Listening() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
+  return Listening();
+}
+
 uint64_t TokenCache::Generation() const {
   absl::ReaderMutexLock lock(&mu_);
   return generation_;
@@ -147,8 +153,10 @@ void TokenCache::ListenOnce() {
     if (changes.received.empty()) {
       pollfd socket{conn.sock(), POLLIN, 0};
       if (::poll(&socket, 1, 200) <= 0) continue;
-      // Something arrived: untrusted from before it is read until it is acted on.
-      draining_.store(true, std::memory_order_release);
+    }
+    // Something arrived: untrusted from before it is read until it is acted on.
+    draining_.store(true, std::memory_order_release);
+    if (changes.received.empty()) {
       if (conn.get_notifs() == 0) {
         // Not a notification: a notice, a message cut short, or the FATAL of a session being
         // ended, which libpq reads as a notice before the end itself arrives. One round trip
@@ -164,7 +172,6 @@ void TokenCache::ListenOnce() {
         throw std::runtime_error("the listening session was replaced");
       }
     }
-    draining_.store(true, std::memory_order_release);
     DropAll();
     invalidations_.fetch_add(changes.received.size(), std::memory_order_acq_rel);
     // Answer after dropping: the writer may return as soon as every answer is in.

@@ -63,6 +63,9 @@ class TokenCache {
 
   // True while the session listens (the cache may hold principals).
   bool Listening() const { return listening_.load(std::memory_order_acquire); }
+  // Waits up to `timeout` for Listening(); returns it (benchmarks and tests that must measure
+  // or prove the cache in use, not the database path a cache takes while it connects).
+  bool AwaitListening(absl::Duration timeout) const;
   // The listening session's backend pid, 0 when not listening (tests end it to prove recovery).
   int ListenerBackendPid() const { return listener_pid_.load(std::memory_order_acquire); }
   // Notifications received so far (tests wait on it).

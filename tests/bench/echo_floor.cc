@@ -27,9 +27,7 @@ std::unique_ptr<TokenCache> StartTokenCacheFromFlags(const std::string& url) {
   TokenCache::Options options;
   options.database_url = url;
   auto cache = std::make_unique<TokenCache>(options);
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (!cache->Listening() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(10));
-  if (!cache->Listening()) {
+  if (!cache->AwaitListening(absl::Seconds(10))) {
     std::fprintf(stderr, "token cache: not listening after 10 s\n");
     std::exit(1);
   }

@@ -26,7 +26,7 @@ struct Fixture {
     options.database_url = db.service_url();
     options.reconnect_delay = absl::Milliseconds(100);
     auto cache = std::make_unique<TokenCache>(options);
-    REQUIRE(WaitFor([&] { return cache->Listening(); }));
+    REQUIRE(cache->AwaitListening(absl::Seconds(5)));
     return cache;
   }
 
@@ -47,9 +47,7 @@ bool Hold(DbPool& pool, const std::string& token, TokenCache& cache) {
   for (int attempt = 0; attempt < 200; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     // A session that reconnects holds nothing until it listens again.
-    for (int i = 0; i < 300 && !cache.Listening(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    cache.AwaitListening(absl::Seconds(3));
     if (!Authenticate(pool, token, &cache).ok()) return false;
     if (cache.Find(TokenDigest(token)).has_value()) return true;
   }
@@ -186,7 +184,7 @@ TEST_CASE("without the schema's notifications there is no cache: every call read
   CHECK_FALSE(cache.Listening());
   // With the trigger back, the cache listens and holds.
   f.db.Exec("ALTER TABLE api_tokens ENABLE TRIGGER api_tokens_auth_changed");
-  REQUIRE(Fixture::WaitFor([&] { return cache.Listening(); }));
+  REQUIRE(cache.AwaitListening(absl::Seconds(5)));
   CHECK(Hold(*f.pool, token, cache));
 }
 
