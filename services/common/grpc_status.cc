@@ -1,9 +1,76 @@
 #include "services/common/grpc_status.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
 #include "google/rpc/status.pb.h"
 #include "services/common/status.h"
 
 namespace dcl {
+namespace {
+
+// Bytes of a grpc-message header for `text`: gRPC percent-encodes every byte outside
+// printable ASCII, and '%'.
+size_t PercentEncodedSize(const std::string& text) {
+  size_t size = 0;
+  for (const unsigned char c : text) size += (c < 0x20 || c > 0x7e || c == '%') ? 3 : 1;
+  return size;
+}
+
+size_t Base64Size(size_t bytes) { return (bytes + 2) / 3 * 4; }
+
+// Cuts `text` to at most `limit` bytes on a UTF-8 character boundary, saying so.
+void Shorten(std::string* text, size_t limit) {
+  if (text->size() <= limit) return;
+  size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>((*text)[end]) & 0xC0) == 0x80) --end;
+  text->resize(end);
+  text->append(" ... (shortened)");
+}
+
+google::rpc::Status Wire(absl::StatusCode code, const v1::ErrorDetail& detail) {
+  google::rpc::ErrorInfo info;
+  info.set_reason(v1::Reason_Name(detail.reason()));
+  info.set_domain("dcl.v1");
+  for (const auto& [key, value] : detail.metadata()) (*info.mutable_metadata())[key] = value;
+  google::rpc::Status rpc_status;
+  rpc_status.set_code(static_cast<int>(code));
+  rpc_status.set_message(detail.message());
+  rpc_status.add_details()->PackFrom(info);
+  rpc_status.add_details()->PackFrom(detail);
+  return rpc_status;
+}
+
+size_t HeaderBytes(const google::rpc::Status& wire) {
+  return PercentEncodedSize(wire.message()) + Base64Size(wire.ByteSizeLong());
+}
+
+// Halves the longest of the detail's lists; false when all are empty.
+bool HalveLongestList(v1::ErrorDetail* detail) {
+  const int lengths[] = {detail->colliding_slots_size(), detail->exclusion_counts_size(),
+                         detail->excluded_devices_size(), detail->allowed_targets_size()};
+  const int* longest = std::max_element(std::begin(lengths), std::end(lengths));
+  if (*longest == 0) return false;
+  const int keep = *longest / 2;
+  switch (longest - lengths) {
+    case 0:
+      detail->mutable_colliding_slots()->DeleteSubrange(keep, *longest - keep);
+      break;
+    case 1:
+      detail->mutable_exclusion_counts()->DeleteSubrange(keep, *longest - keep);
+      break;
+    case 2:
+      detail->mutable_excluded_devices()->DeleteSubrange(keep, *longest - keep);
+      break;
+    case 3:
+      detail->mutable_allowed_targets()->DeleteSubrange(keep, *longest - keep);
+      break;
+  }
+  return true;
+}
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -14,19 +81,25 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
     detail.set_reason(ReasonOf(status));
     detail.set_message(std::string(status.message()));
   }
-  google::rpc::ErrorInfo info;
-  info.set_reason(v1::Reason_Name(detail.reason()));
-  info.set_domain("dcl.v1");
-  for (const auto& [key, value] : detail.metadata()) (*info.mutable_metadata())[key] = value;
-
-  google::rpc::Status rpc_status;
-  rpc_status.set_code(static_cast<int>(status.code()));
-  rpc_status.set_message(detail.message());
-  rpc_status.add_details()->PackFrom(info);
-  rpc_status.add_details()->PackFrom(detail);
+  google::rpc::Status wire = Wire(status.code(), detail);
+  // Domain code bounds what it lists; this is the backstop that no refusal can outgrow.
+  if (HeaderBytes(wire) > kMaxRefusalHeaderBytes) {
+    (*detail.mutable_metadata())["detail_shortened"] = "true";
+    Shorten(detail.mutable_message(), kMaxShortenedMessageBytes);
+    for (auto& [key, value] : *detail.mutable_metadata()) Shorten(&value, 256);
+    wire = Wire(status.code(), detail);
+    while (HeaderBytes(wire) > kMaxRefusalHeaderBytes && HalveLongestList(&detail)) {
+      wire = Wire(status.code(), detail);
+    }
+    if (HeaderBytes(wire) > kMaxRefusalHeaderBytes) {
+      detail.clear_metadata();
+      (*detail.mutable_metadata())["detail_shortened"] = "true";
+      wire = Wire(status.code(), detail);
+    }
+  }
   // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), detail.message(),
-                      rpc_status.SerializeAsString());
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), wire.message(),
+                      wire.SerializeAsString());
 }
 
 std::optional<v1::ErrorDetail> ErrorDetailFromGrpc(const grpc::Status& status) {

@@ -115,13 +115,16 @@ std::string DescribeSlot(const BookedSlot& s) {
   return absl::StrCat(s.side == v1::SIDE_REAR ? "rear" : "front", " U", s.unit);
 }
 
-// OUT_OF_BOUNDS naming every booking the new geometry would strand, and its slots.
+// OUT_OF_BOUNDS naming the first bookings the new geometry would strand (a refusal travels in
+// headers of bounded size: grpc_status.h), how many there are, and every stranded slot.
 absl::Status StrandedBookings(const std::string& rack_id, const std::vector<BookedSlot>& slots) {
+  constexpr size_t kNamedBookings = 5;
   std::vector<std::string> ids;
   std::vector<std::string> described;
   for (const BookedSlot& s : slots) {
     if (std::find(ids.begin(), ids.end(), s.booking_id) != ids.end()) continue;
     ids.push_back(s.booking_id);
+    if (described.size() == kNamedBookings) continue;
     std::vector<std::string> units;
     for (const BookedSlot& t : slots) {
       if (t.booking_id == s.booking_id) units.push_back(DescribeSlot(t));
@@ -131,11 +134,17 @@ absl::Status StrandedBookings(const std::string& rack_id, const std::vector<Book
                      s.device_id.empty() ? "" : absl::StrCat(" of device ", s.device_id), " (",
                      absl::StrJoin(units, ", "), ")"));
   }
+  const size_t unnamed = ids.size() - described.size();
   Error error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
               absl::StrCat("the new geometry would leave ", ids.size(), " active booking",
                            ids.size() == 1 ? "" : "s", " outside the rack: ",
-                           absl::StrJoin(described, "; "), "; release or move them first"));
-  error.Meta("rack_id", rack_id).Meta("booking_ids", absl::StrJoin(ids, ","));
+                           absl::StrJoin(described, "; "),
+                           unnamed == 0 ? "" : absl::StrCat("; and ", unnamed, " more"),
+                           "; release or move them first"));
+  ids.resize(described.size());
+  error.Meta("rack_id", rack_id)
+      .Meta("booking_ids", absl::StrJoin(ids, ","))
+      .Meta("booking_count", absl::StrCat(described.size() + unnamed));
   for (const BookedSlot& s : slots) {
     v1::Slot* slot = error.detail().add_colliding_slots();
     slot->set_side(s.side);

@@ -35,6 +35,52 @@ TEST_CASE("a domain error reaches the client with its code, reason, metadata and
   CHECK(detail->colliding_slots(0).unit() == 9);
 }
 
+TEST_CASE("a refusal too large for a gRPC client's headers keeps its code and reason, shortened") {
+  Error error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
+              std::string(20000, 'x') + "\xc3\xbc");
+  error.Meta("rack_id", "r-1").Meta("long", std::string(9000, 'y'));
+  for (int unit = 0; unit < 3000; ++unit) {
+    v1::Slot* slot = error.detail().add_colliding_slots();
+    slot->set_side(v1::SIDE_REAR);
+    slot->set_unit(unit);
+  }
+  for (int i = 0; i < 5; ++i) error.detail().add_allowed_targets("normal");
+  const grpc::Status status = ToGrpcStatus(error);
+  CHECK(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  // The two headers a refusal travels in: grpc-message (ASCII here) and the base64 details.
+  CHECK(status.error_message().size() + (status.error_details().size() + 2) / 3 * 4 <=
+        kMaxRefusalHeaderBytes);
+  CHECK(status.error_message().size() <= kMaxShortenedMessageBytes + 20);
+  CHECK(status.error_message().rfind(std::string(100, 'x'), 0) == 0);
+  google::rpc::Status wire;
+  REQUIRE(wire.ParseFromString(status.error_details()));
+  google::rpc::ErrorInfo info;
+  REQUIRE(wire.details(0).UnpackTo(&info));
+  CHECK(info.reason() == "OUT_OF_BOUNDS");
+  CHECK(info.metadata().at("detail_shortened") == "true");
+  const auto detail = ErrorDetailFromGrpc(status);
+  REQUIRE(detail.has_value());
+  CHECK(detail->reason() == v1::OUT_OF_BOUNDS);
+  CHECK(detail->colliding_slots_size() > 0);
+  CHECK(detail->colliding_slots_size() < 3000);
+  CHECK(detail->colliding_slots(0).unit() == 0);  // the first ones are kept
+
+  // A message cut inside a multi-byte character is cut before it.
+  Error umlauts(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS, "");
+  std::string text;
+  while (text.size() < 10000) text += "\xc3\xbc";
+  umlauts.detail().set_message(text);
+  const grpc::Status cut = ToGrpcStatus(umlauts);
+  CHECK(CheckText("message", cut.error_message(), 10000, false).ok());
+
+  // An ordinary refusal is left alone.
+  Error small(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED, std::string(1500, 'z'));
+  const auto untouched = ErrorDetailFromGrpc(ToGrpcStatus(small));
+  REQUIRE(untouched.has_value());
+  CHECK(untouched->message().size() == 1500);
+  CHECK(untouched->metadata().count("detail_shortened") == 0);
+}
+
 TEST_CASE("a plain status without detail still gets a reason from its code") {
   grpc::Status status = ToGrpcStatus(absl::AbortedError("lost"));
   auto detail = ErrorDetailFromGrpc(status);

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "dcl/v1/inventory.grpc.pb.h"
 #include "dcl/v1/moves.grpc.pb.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
@@ -343,6 +344,42 @@ TEST_CASE("racks: geometry is validated, read back, and a geometry change that s
               .ok());
   REQUIRE(w.Invoke(&IS::UpdateRack, w.op, shrink, &grown).status.ok());
   CHECK(grown.geometry().unit_count() == 39);
+}
+
+TEST_CASE("a geometry change that strands a hundred bookings is refused readably: the first five "
+          "named, all counted, every slot listed, within a gRPC client's header limit") {
+  // The fuzzer met this as RESOURCE_EXHAUSTED "received initial metadata size exceeds limit":
+  // a refusal naming every booking outgrew the client's 8 KiB of headers.
+  World w;
+  const v1::Site site = w.Site("FRA1");
+  const v1::RackRecord rack = w.Rack(site.id(), "FRA1-FULL", 1, 100);
+  std::set<std::string> placed;
+  for (int unit = 1; unit <= 100; ++unit) {
+    const v1::Device device = w.Device(site.id(), absl::StrCat("SN-FULL-", unit));
+    v1::Booking placement;
+    REQUIRE(w.Place(rack.id(), device.id(), unit, &placement).ok());
+    placed.insert(placement.id());
+  }
+  v1::UpdateRackRequest shrink;
+  shrink.set_rack_id(rack.id());
+  *shrink.mutable_geometry() = rack.geometry();
+  shrink.mutable_geometry()->set_first_unit(200);
+  shrink.mutable_geometry()->set_unit_count(1);
+  v1::RackRecord ignored;
+  World::Call refused = w.Invoke(&IS::UpdateRack, w.op, shrink, &ignored);
+  INFO(refused.status.error_message());
+  REQUIRE(refused.status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  const v1::ErrorDetail detail = DetailOf(refused.status);
+  CHECK(detail.reason() == v1::OUT_OF_BOUNDS);
+  CHECK(detail.metadata().at("booking_count") == "100");
+  const std::vector<std::string> named = absl::StrSplit(detail.metadata().at("booking_ids"), ',');
+  CHECK(named.size() == 5);
+  for (const std::string& id : named) CHECK(placed.count(id) == 1);
+  CHECK(refused.status.error_message().find("and 95 more") != std::string::npos);
+  CHECK(detail.colliding_slots_size() == 200);  // U1..U100 front and rear, none left out
+  CHECK(detail.metadata().count("detail_shortened") == 0);
+  CHECK(w.db.Scalar(absl::StrCat("SELECT unit_count FROM racks WHERE id = '", rack.id(), "'")) ==
+        "100");
 }
 
 TEST_CASE("devices: registered with their facts, serial unique per organization, and a placed "
