@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "services/common/call_deadline.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
@@ -16,14 +18,20 @@ namespace dcl::reservation {
 
 namespace {
 
+// The columns RecordFromRow reads, of the reservation `r` (a table alias or a composite value).
+std::string ColumnsOf(const std::string& r) {
+  return absl::StrCat(r, ".id::text, ", r, ".idempotency_key, ", r, ".device_id::text, ", r,
+                      ".state, ", r, ".criteria_site_id::text, ", r, ".criteria_vendor, ", r,
+                      ".criteria_model, ", r, ".criteria_hardware_profile, ", r,
+                      ".selection_reason::text, ", SqlMicros(r + ".created_at"), ", ",
+                      SqlMicros(r + ".expires_at"), ", ", SqlMicros(r + ".ended_at"),
+                      ", coalesce(", r, ".end_reason, ''), coalesce(", r, ".ended_by, ''), ",
+                      "coalesce(", r, ".service_id::text, ''), clock_timestamp() >= ", r,
+                      ".expires_at");
+}
+
 const std::string& ReservationColumns() {
-  static const std::string* columns = new std::string(absl::StrCat(
-      "r.id::text, r.idempotency_key, r.device_id::text, r.state, r.criteria_site_id::text, "
-      "r.criteria_vendor, r.criteria_model, r.criteria_hardware_profile, "
-      "r.selection_reason::text, ",
-      SqlMicros("r.created_at"), ", ", SqlMicros("r.expires_at"), ", ", SqlMicros("r.ended_at"),
-      ", coalesce(r.end_reason, ''), coalesce(r.ended_by, ''), coalesce(r.service_id::text, ''), "
-      "clock_timestamp() >= r.expires_at"));
+  static const std::string* columns = new std::string(ColumnsOf("r"));
   return *columns;
 }
 
@@ -156,31 +164,42 @@ std::string RandomWalkStart() {
 
 namespace {
 
-// dcl_reserve_call's exclusions, spread by the query into columns from `first` on (at_asked_site,
-// vendor, model, hardware_profile, process_state, bound, held, decommissioned, devices,
-// first_ids): one row per distinct combination of the asked site's facts (a handful), each with
-// its count and the first few device ids, plus one row counting the devices at the
-// organization's other sites (dcl_exclusion_summary, schema/migrations/0022, 0031). A row whose
-// columns are NULL carries no combination (an organization without devices). Classify() turns
-// each combination into a reason.
-ExclusionSummary SummaryFromRows(const pqxx::result& rows, pqxx::row::size_type first,
-                                 const Criteria& criteria, int max_listed) {
+// dcl_reserve_call's exclusions, the jsonb array as text: one object per distinct combination of
+// the asked site's facts (a handful), each with its count and the first few device ids, plus one
+// counting the devices at the organization's other sites (dcl_exclusion_summary,
+// schema/migrations/0022, 0031, 0035), in the summary's order. An object whose at_asked_site is
+// null carries no combination (an organization without devices). Classify() turns each
+// combination into a reason. Decoded here rather than spread into columns by the query: the
+// common path, a hold, then runs no join, sort or table function beyond dcl_reserve_call itself
+// (measured: tests/bench, anatomy).
+ExclusionSummary SummaryFromJson(const std::string& json, const Criteria& criteria,
+                                 int max_listed) {
+  google::protobuf::ListValue combinations;
+  if (!google::protobuf::util::JsonStringToMessage(json, &combinations).ok()) {
+    throw std::logic_error("dcl_reserve_call answered exclusions that are not a JSON array");
+  }
+  using google::protobuf::Value;
   ExclusionSummary summary;
-  for (const pqxx::row& row : rows) {
-    if (row[first].is_null()) continue;
+  for (const Value& element : combinations.values()) {
+    const auto& fields = element.struct_value().fields();
+    auto field = [&](const char* name) -> const Value& {
+      const auto it = fields.find(name);
+      return it == fields.end() ? Value::default_instance() : it->second;
+    };
+    if (field("at_asked_site").kind_case() != Value::kBoolValue) continue;
     DeviceFacts facts;
-    const bool at_asked_site = row[first].as<bool>();
-    // The other sites' row carries no facts but "not this site": Classify checks the site
-    // first, so that alone makes each of them wrong_site.
+    const bool at_asked_site = field("at_asked_site").bool_value();
+    // The other sites' combination carries no facts but "not this site": Classify checks the
+    // site first, so that alone makes each of them wrong_site.
     facts.site_id = at_asked_site ? criteria.site_id : std::string();
-    facts.vendor = row[first + 1].as<std::string>();
-    facts.model = row[first + 2].as<std::string>();
-    facts.hardware_profile = row[first + 3].as<std::string>();
-    facts.process_state = row[first + 4].as<std::string>();
-    facts.bound = row[first + 5].as<bool>();
-    facts.held = row[first + 6].as<bool>();
-    facts.decommissioned = row[first + 7].as<bool>();
-    const int count = row[first + 8].as<int>();
+    facts.vendor = field("vendor").string_value();
+    facts.model = field("model").string_value();
+    facts.hardware_profile = field("hardware_profile").string_value();
+    facts.process_state = field("process_state").string_value();
+    facts.bound = field("bound").bool_value();
+    facts.held = field("held").bool_value();
+    facts.decommissioned = field("decommissioned").bool_value();
+    const int count = static_cast<int>(field("devices").number_value());
     const Exclusion exclusion = Classify(criteria, facts);
     summary.counts[static_cast<size_t>(exclusion)] += count;
     if (exclusion == Exclusion::kEligible) {
@@ -190,7 +209,7 @@ ExclusionSummary SummaryFromRows(const pqxx::result& rows, pqxx::row::size_type 
     // Devices at other sites are counted, not listed: they say nothing about this site.
     if (exclusion == Exclusion::kWrongSite) continue;
     for (absl::string_view id :
-         absl::StrSplit(row[first + 9].as<std::string>(), ',', absl::SkipEmpty())) {
+         absl::StrSplit(field("first_ids").string_value(), ',', absl::SkipEmpty())) {
       if (static_cast<int>(summary.listed.size()) >= max_listed) break;
       summary.listed.emplace_back(std::string(id), exclusion);
     }
@@ -206,22 +225,14 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
                                  const std::string& actor, const WalkLimits& limits, int max_listed,
                                  absl::Time call_deadline) {
   // The function returns the reservation as a composite value (an outer query in the same
-  // statement would not see the row the function inserted); the lateral subquery only spreads
-  // it into the columns RecordFromRow reads. A refusal's exclusions come as a jsonb array, one
-  // row of this query per element, in the array's order (the order the devices are listed in);
-  // any other outcome is one row with the exclusion columns NULL.
+  // statement would not see the row the function inserted), whose fields the query selects for
+  // RecordFromRow; a refusal's exclusions come as the jsonb array's text (SummaryFromJson), NULL
+  // for every other outcome.
   static const std::string* sql = new std::string(absl::StrCat(
-      "SELECT ", ReservationColumns(),
-      ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited, "
-      "f.exclusions IS NOT NULL, e.at_asked_site, e.vendor, e.model, e.hardware_profile, "
-      "e.process_state, e.bound, e.held, e.decommissioned, e.devices, e.first_ids "
+      "SELECT ", ColumnsOf("(f.reservation)"),
+      ", f.outcome, f.candidates_examined, f.lost_races, f.rows_visited, f.exclusions::text "
       "FROM dcl_reserve_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ",
-      SqlTimestampFromMicros("nullif($13, '')"),
-      ", $14) f CROSS JOIN LATERAL (SELECT (f.reservation).*) r "
-      "LEFT JOIN LATERAL ROWS FROM (jsonb_to_recordset(f.exclusions) AS (at_asked_site boolean, "
-      "vendor text, model text, hardware_profile text, process_state text, bound boolean, "
-      "held boolean, decommissioned boolean, devices bigint, first_ids text)) "
-      "WITH ORDINALITY AS e ON true ORDER BY e.ordinality"));
+      SqlTimestampFromMicros("nullif($13, '')"), ", $14) f"));
   const std::string deadline = CallDeadlineParameter(call_deadline);
   // ExecCached: parsed and planned once per connection where the connection is its own.
   auto call = [&] {
@@ -240,7 +251,7 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
       return call();
     }
   }();
-  if (rows.empty()) throw std::logic_error("dcl_reserve_call answered no row");
+  if (rows.size() != 1) throw std::logic_error("dcl_reserve_call answered not one row");
   const pqxx::row row = rows[0];
   ReserveOutcome outcome;
   const std::string kind = row[16].as<std::string>();
@@ -263,7 +274,9 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
     throw std::logic_error("dcl_reserve answered an unknown outcome: " + kind);
   }
   if (!row[0].is_null()) outcome.reservation = RecordFromRow(row);
-  if (row[20].as<bool>()) outcome.exclusions = SummaryFromRows(rows, 21, criteria, max_listed);
+  if (!row[20].is_null()) {
+    outcome.exclusions = SummaryFromJson(row[20].as<std::string>(), criteria, max_listed);
+  }
   return outcome;
 }
 

@@ -567,7 +567,10 @@ class Bench {
   // session's backend's (/proc, its own commit's WAL flush included), WAL the insert position's
   // advance. The parts are
   // the statements of dcl_reserve (migrations 0020, 0031) with literals where the function has
-  // a device's facts.
+  // a device's facts. Two more send the floor's INSERT and the service's own Reserve query
+  // (ReserveInDatabase) as statements from this client, one round trip each: what a statement
+  // costs the backend beyond its SQL. The parts take turns in `kRounds` rounds of n / kRounds
+  // iterations, so that a drift of the machine's speed weighs on all alike.
   void Anatomy(int n) {
     const std::string site = NewSite("anatomy", 10000);
     const std::string parts_site = NewSite("anatomy-parts", 2 * n);
@@ -581,27 +584,30 @@ class Bench {
       return pqxx::nontransaction(conn).exec1("SELECT pg_current_wal_lsn()::text")[0]
           .as<std::string>();
     };
-    auto run = [&](const std::string& body, int iterations) {
+    // CPU seconds and WAL bytes of `work` on this session's backend.
+    auto measure = [&](const std::function<void()>& work) {
+      const std::string lsn_before = lsn();
+      const double before = ProcessCpuSeconds(backend);
+      work();
+      const double after = ProcessCpuSeconds(backend);
+      Cost cost;
+      cost.cpu_ms = (after - before) * 1000.0;
+      cost.wal_bytes = pqxx::nontransaction(conn)
+                           .exec1(absl::StrCat("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '",
+                                               lsn_before, "')::float8"))[0]
+                           .as<double>();
+      return cost;
+    };
+    // Iteration `first` + 1 .. `first` + `iterations` of a part in a DO loop.
+    auto run = [&](const std::string& body, int first, int iterations) {
       const std::string sql = absl::StrCat(
           "DO $anatomy$ DECLARE v_org uuid := '", org_, "'; v_site uuid := '", site,
           "'; v_psite uuid := '", parts_site,
           "'; v_ids uuid[] := ARRAY(SELECT id FROM devices WHERE site_id = '", parts_site,
-          "' ORDER BY id); v_batch uuid[]; v_d uuid; v_start uuid; BEGIN FOR i IN 1..",
-          iterations, " LOOP v_start := gen_random_uuid(); ", body,
+          "' ORDER BY id); v_batch uuid[]; v_d uuid; v_start uuid; BEGIN FOR i IN ", first + 1,
+          "..", first + iterations, " LOOP v_start := gen_random_uuid(); ", body,
           " COMMIT; END LOOP; END $anatomy$");
-      const std::string lsn_before = lsn();
-      const double before = ProcessCpuSeconds(backend);
-      pqxx::nontransaction(conn).exec(sql);
-      const double after = ProcessCpuSeconds(backend);
-      const int n = iterations;
-      Cost cost;
-      cost.cpu_ms = (after - before) * 1000.0 / n;
-      cost.wal_bytes = pqxx::nontransaction(conn)
-                           .exec1(absl::StrCat("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '",
-                                               lsn_before, "')::float8"))[0]
-                           .as<double>() /
-                       n;
-      return cost;
+      return measure([&] { pqxx::nontransaction(conn).exec(sql); });
     };
     const std::string candidate =
         "SELECT d.id INTO v_d FROM devices d WHERE d.id = v_ids[i] AND d.site_id = v_psite "
@@ -630,7 +636,43 @@ class Bench {
         "'chosen_at', now())";
     struct Part {
       const char* name;
-      std::string body;
+      std::string body;  // a DO loop's body, or empty for a statement part
+      std::function<void(int first, int iterations)> statements = nullptr;
+    };
+    // The floor's INSERT and the service's Reserve query, one statement per round trip, prepared
+    // as on the service's connections.
+    auto floor_statements = [&](int first, int iterations) {
+      PreparedStatementScope prepared(true);
+      for (int i = first; i < first + iterations; ++i) {
+        pqxx::nontransaction tx(conn);
+        ExecCached(tx, "INSERT INTO bench_echo_insert (org_id, payload) VALUES ($1::uuid, $2)",
+                   org_, "anatomy");
+      }
+    };
+    auto reserve_statements = [&](int first, int iterations) {
+      PreparedStatementScope prepared(true);
+      reservation::Criteria criteria;
+      criteria.site_id = site;
+      for (int i = first; i < first + iterations; ++i) {
+        pqxx::nontransaction tx(conn);
+        reservation::ReserveInDatabase(tx, org_, absl::StrCat("anatomy-statement-", i), criteria,
+                                       reservation::RandomWalkStart(), 900, "bench",
+                                       reservation::WalkLimits{25, 5, 1024}, 20,
+                                       absl::InfiniteFuture());
+      }
+    };
+    // The same function without the service's outer query (which spreads the hold and the
+    // exclusions into columns): what that query adds to the round trip.
+    auto function_statements = [&](int first, int iterations) {
+      PreparedStatementScope prepared(true);
+      for (int i = first; i < first + iterations; ++i) {
+        pqxx::nontransaction tx(conn);
+        ExecCached(tx,
+                   "SELECT outcome FROM dcl_reserve_call($1::uuid, $2, $3::uuid, '', '', '', "
+                   "$4::uuid, 900, 'bench', 25, 5, 1024, NULL, 20)",
+                   org_, absl::StrCat("anatomy-function-", i), site,
+                   reservation::RandomWalkStart());
+      }
     };
     const std::vector<Part> parts = {
         {"loop and commit, no write", "PERFORM 1;"},
@@ -662,24 +704,58 @@ class Bench {
         {"the whole decision: dcl_reserve_call",
          absl::StrCat("PERFORM * FROM dcl_reserve_call(v_org, 'anatomy-call-' || i, v_site, '', "
                       "'', '', v_start, 900, 'bench', 25, 5, 1024, NULL, 20);")},
+        {"floor as statements: one round trip each", "", floor_statements},
+        {"decision as statements: the service's query", "", reserve_statements},
+        {"decision as statements: the function alone", "", function_statements},
     };
+    constexpr int kRounds = 3;
     std::printf(
         "\n== anatomy of one hold: each part %d times in one session, a commit after each (a DO "
-        "loop: no network, no parse, no protocol) ==\n",
-        n);
-    std::printf("%-46s %10s %12s %10s\n", "part", "CPU ms", "net of loop", "WAL bytes");
+        "loop: no network, no parse, no protocol; or statements from this client), the parts "
+        "taking turns in %d rounds ==\n",
+        n, kRounds);
     // Every iteration draws a walk start (gen_random_uuid), the loop's part included. The first
-    // DO of a session pays for its caches and PL/pgSQL: warmed once, not measured.
-    run(parts[0].body, 100);
-    double loop_ms = 0;
-    for (const Part& part : parts) {
-      const Cost cost = run(part.body, n);
-      if (loop_ms == 0) loop_ms = cost.cpu_ms;
-      std::printf("%-46s %10.3f %12.3f %10.0f\n", part.name, cost.cpu_ms, cost.cpu_ms - loop_ms,
-                  cost.wal_bytes);
-      std::fflush(stdout);
-      CancelHolds(site);  // each decision part finds the site as free as the first did
+    // DO of a session and the first statements pay for caches, PL/pgSQL and plans: warmed once,
+    // not measured.
+    run(parts[0].body, 0, 100);
+    floor_statements(0, 100);
+    reserve_statements(-100, 100);
+    function_statements(-100, 100);
+    CancelHolds(site);
+    std::vector<Cost> costs(parts.size());
+    for (int round = 0; round < kRounds; ++round) {
+      const int first = round * n / kRounds;
+      const int iterations = (round + 1) * n / kRounds - first;
+      for (size_t p = 0; p < parts.size(); ++p) {
+        const Cost cost =
+            parts[p].statements
+                ? measure([&] { parts[p].statements(first, iterations); })
+                : run(parts[p].body, first, iterations);
+        costs[p].cpu_ms += cost.cpu_ms;
+        costs[p].wal_bytes += cost.wal_bytes;
+        CancelHolds(site);  // each decision part finds the site as free as the first did
+      }
     }
+    std::printf("%-46s %10s %12s %10s\n", "part", "CPU ms", "net of loop", "WAL bytes");
+    const double loop_ms = costs[0].cpu_ms / n;
+    std::map<std::string, double> per_call;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const double cpu_ms = costs[p].cpu_ms / n;
+      per_call[parts[p].name] = cpu_ms;
+      std::printf("%-46s %10.3f %12.3f %10.0f\n", parts[p].name, cpu_ms, cpu_ms - loop_ms,
+                  costs[p].wal_bytes / n);
+    }
+    // What a statement costs beyond its SQL (protocol, parse of the bind, portal, snapshot,
+    // the answer's rows), for the floor and for the decision.
+    const double decision_in_loop = per_call["the whole decision: dcl_reserve_call"] - loop_ms;
+    std::printf(
+        "round trip beyond the SQL (statements minus the loop's SQL): floor %.3f ms, decision "
+        "%.3f ms (the function alone %.3f ms)\n",
+        per_call["floor as statements: one round trip each"] -
+            per_call["floor: one-row INSERT (bench_echo_insert)"] + loop_ms,
+        per_call["decision as statements: the service's query"] - decision_in_loop,
+        per_call["decision as statements: the function alone"] - decision_in_loop);
+    std::fflush(stdout);
     CancelHolds(site);
     CancelHolds(parts_site);
   }
