@@ -46,26 +46,22 @@ size_t HeaderBytes(const google::rpc::Status& wire) {
   return PercentEncodedSize(wire.message()) + Base64Size(wire.ByteSizeLong());
 }
 
-// Halves the longest of the detail's lists; false when all are empty.
+// Halves the longest of the detail's lists, keeping its first entries; false when all are empty.
 bool HalveLongestList(v1::ErrorDetail* detail) {
-  const int lengths[] = {detail->colliding_slots_size(), detail->exclusion_counts_size(),
-                         detail->excluded_devices_size(), detail->allowed_targets_size()};
-  const int* longest = std::max_element(std::begin(lengths), std::end(lengths));
-  if (*longest == 0) return false;
-  const int keep = *longest / 2;
-  switch (longest - lengths) {
-    case 0:
-      detail->mutable_colliding_slots()->DeleteSubrange(keep, *longest - keep);
-      break;
-    case 1:
-      detail->mutable_exclusion_counts()->DeleteSubrange(keep, *longest - keep);
-      break;
-    case 2:
-      detail->mutable_excluded_devices()->DeleteSubrange(keep, *longest - keep);
-      break;
-    case 3:
-      detail->mutable_allowed_targets()->DeleteSubrange(keep, *longest - keep);
-      break;
+  auto halve = [](auto* list) {
+    list->DeleteSubrange(list->size() / 2, list->size() - list->size() / 2);
+  };
+  const int longest = std::max({detail->colliding_slots_size(), detail->exclusion_counts_size(),
+                                detail->excluded_devices_size(), detail->allowed_targets_size()});
+  if (longest == 0) return false;
+  if (detail->colliding_slots_size() == longest) {
+    halve(detail->mutable_colliding_slots());
+  } else if (detail->exclusion_counts_size() == longest) {
+    halve(detail->mutable_exclusion_counts());
+  } else if (detail->excluded_devices_size() == longest) {
+    halve(detail->mutable_excluded_devices());
+  } else {
+    halve(detail->mutable_allowed_targets());
   }
   return true;
 }

@@ -727,10 +727,9 @@ class Bench {
       const int first = round * n / kRounds;
       const int iterations = (round + 1) * n / kRounds - first;
       for (size_t p = 0; p < parts.size(); ++p) {
-        const Cost cost =
-            parts[p].statements
-                ? measure([&] { parts[p].statements(first, iterations); })
-                : run(parts[p].body, first, iterations);
+        const Cost cost = parts[p].statements
+                              ? measure([&] { parts[p].statements(first, iterations); })
+                              : run(parts[p].body, first, iterations);
         costs[p].cpu_ms += cost.cpu_ms;
         costs[p].wal_bytes += cost.wal_bytes;
         CancelHolds(site);  // each decision part finds the site as free as the first did
