@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "google/rpc/status.pb.h"
 #include "services/common/status.h"
@@ -29,7 +30,15 @@ void Shorten(std::string* text, size_t limit) {
   text->append(" ... (shortened)");
 }
 
-google::rpc::Status Wire(absl::StatusCode code, const v1::ErrorDetail& detail) {
+// A refusal as it travels: the grpc-message text and the serialized google.rpc.Status.
+struct Encoded {
+  std::string message;
+  std::string details;
+  // Bytes of the two headers: the message percent-encoded, the details in base64.
+  size_t HeaderBytes() const { return PercentEncodedSize(message) + Base64Size(details.size()); }
+};
+
+Encoded Encode(absl::StatusCode code, const v1::ErrorDetail& detail) {
   google::rpc::ErrorInfo info;
   info.set_reason(v1::Reason_Name(detail.reason()));
   info.set_domain("dcl.v1");
@@ -39,11 +48,7 @@ google::rpc::Status Wire(absl::StatusCode code, const v1::ErrorDetail& detail) {
   rpc_status.set_message(detail.message());
   rpc_status.add_details()->PackFrom(info);
   rpc_status.add_details()->PackFrom(detail);
-  return rpc_status;
-}
-
-size_t HeaderBytes(const google::rpc::Status& wire) {
-  return PercentEncodedSize(wire.message()) + Base64Size(wire.ByteSizeLong());
+  return {detail.message(), rpc_status.SerializeAsString()};
 }
 
 // Halves the longest of the detail's lists, keeping its first entries; false when all are empty.
@@ -77,25 +82,25 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
     detail.set_reason(ReasonOf(status));
     detail.set_message(std::string(status.message()));
   }
-  google::rpc::Status wire = Wire(status.code(), detail);
+  Encoded encoded = Encode(status.code(), detail);
   // Domain code bounds what it lists; this is the backstop that no refusal can outgrow.
-  if (HeaderBytes(wire) > kMaxRefusalHeaderBytes) {
+  if (encoded.HeaderBytes() > kMaxRefusalHeaderBytes) {
     (*detail.mutable_metadata())["detail_shortened"] = "true";
     Shorten(detail.mutable_message(), kMaxShortenedMessageBytes);
     for (auto& [key, value] : *detail.mutable_metadata()) Shorten(&value, 256);
-    wire = Wire(status.code(), detail);
-    while (HeaderBytes(wire) > kMaxRefusalHeaderBytes && HalveLongestList(&detail)) {
-      wire = Wire(status.code(), detail);
+    encoded = Encode(status.code(), detail);
+    while (encoded.HeaderBytes() > kMaxRefusalHeaderBytes && HalveLongestList(&detail)) {
+      encoded = Encode(status.code(), detail);
     }
-    if (HeaderBytes(wire) > kMaxRefusalHeaderBytes) {
+    if (encoded.HeaderBytes() > kMaxRefusalHeaderBytes) {
       detail.clear_metadata();
       (*detail.mutable_metadata())["detail_shortened"] = "true";
-      wire = Wire(status.code(), detail);
+      encoded = Encode(status.code(), detail);
     }
   }
   // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), wire.message(),
-                      wire.SerializeAsString());
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(encoded.message),
+                      std::move(encoded.details));
 }
 
 std::optional<v1::ErrorDetail> ErrorDetailFromGrpc(const grpc::Status& status) {

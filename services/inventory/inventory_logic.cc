@@ -134,17 +134,18 @@ absl::Status StrandedBookings(const std::string& rack_id, const std::vector<Book
                      s.device_id.empty() ? "" : absl::StrCat(" of device ", s.device_id), " (",
                      absl::StrJoin(units, ", "), ")"));
   }
-  const size_t unnamed = ids.size() - described.size();
+  const size_t total = ids.size();
+  const size_t unnamed = total - described.size();
   Error error(absl::StatusCode::kFailedPrecondition, v1::OUT_OF_BOUNDS,
-              absl::StrCat("the new geometry would leave ", ids.size(), " active booking",
-                           ids.size() == 1 ? "" : "s", " outside the rack: ",
+              absl::StrCat("the new geometry would leave ", total, " active booking",
+                           total == 1 ? "" : "s", " outside the rack: ",
                            absl::StrJoin(described, "; "),
                            unnamed == 0 ? "" : absl::StrCat("; and ", unnamed, " more"),
                            "; release or move them first"));
-  ids.resize(described.size());
+  ids.resize(described.size());  // the named ones
   error.Meta("rack_id", rack_id)
       .Meta("booking_ids", absl::StrJoin(ids, ","))
-      .Meta("booking_count", absl::StrCat(described.size() + unnamed));
+      .Meta("booking_count", absl::StrCat(total));
   for (const BookedSlot& s : slots) {
     v1::Slot* slot = error.detail().add_colliding_slots();
     slot->set_side(s.side);

@@ -639,41 +639,37 @@ class Bench {
       std::string body;  // a DO loop's body, or empty for a statement part
       std::function<void(int first, int iterations)> statements = nullptr;
     };
-    // The floor's INSERT and the service's Reserve query, one statement per round trip, prepared
-    // as on the service's connections.
-    auto floor_statements = [&](int first, int iterations) {
-      PreparedStatementScope prepared(true);
-      for (int i = first; i < first + iterations; ++i) {
-        pqxx::nontransaction tx(conn);
-        ExecCached(tx, "INSERT INTO bench_echo_insert (org_id, payload) VALUES ($1::uuid, $2)",
-                   org_, "anatomy");
-      }
+    // A part sent as statements from this client, one round trip each: `one(tx, i)` for
+    // iteration i, autocommit, prepared as on the service's connections.
+    auto each_statement = [&](std::function<void(pqxx::nontransaction&, int)> one) {
+      return [&conn, one](int first, int iterations) {
+        PreparedStatementScope prepared(true);
+        for (int i = first; i < first + iterations; ++i) {
+          pqxx::nontransaction tx(conn);
+          one(tx, i);
+        }
+      };
     };
-    auto reserve_statements = [&](int first, int iterations) {
-      PreparedStatementScope prepared(true);
-      reservation::Criteria criteria;
-      criteria.site_id = site;
-      for (int i = first; i < first + iterations; ++i) {
-        pqxx::nontransaction tx(conn);
-        reservation::ReserveInDatabase(tx, org_, absl::StrCat("anatomy-statement-", i), criteria,
-                                       reservation::RandomWalkStart(), 900, "bench",
-                                       reservation::WalkLimits{25, 5, 1024}, 20,
-                                       absl::InfiniteFuture());
-      }
-    };
-    // The same function without the service's outer query (which spreads the hold and the
-    // exclusions into columns): what that query adds to the round trip.
-    auto function_statements = [&](int first, int iterations) {
-      PreparedStatementScope prepared(true);
-      for (int i = first; i < first + iterations; ++i) {
-        pqxx::nontransaction tx(conn);
-        ExecCached(tx,
-                   "SELECT outcome FROM dcl_reserve_call($1::uuid, $2, $3::uuid, '', '', '', "
-                   "$4::uuid, 900, 'bench', 25, 5, 1024, NULL, 20)",
-                   org_, absl::StrCat("anatomy-function-", i), site,
-                   reservation::RandomWalkStart());
-      }
-    };
+    // The floor's INSERT; the service's Reserve query; the same function without the service's
+    // outer query (what that query adds to the round trip).
+    const auto floor_statements = each_statement([&](pqxx::nontransaction& tx, int) {
+      ExecCached(tx, "INSERT INTO bench_echo_insert (org_id, payload) VALUES ($1::uuid, $2)", org_,
+                 "anatomy");
+    });
+    reservation::Criteria criteria;
+    criteria.site_id = site;
+    const auto reserve_statements = each_statement([&](pqxx::nontransaction& tx, int i) {
+      reservation::ReserveInDatabase(tx, org_, absl::StrCat("anatomy-statement-", i), criteria,
+                                     reservation::RandomWalkStart(), 900, "bench",
+                                     reservation::WalkLimits{25, 5, 1024}, 20,
+                                     absl::InfiniteFuture());
+    });
+    const auto function_statements = each_statement([&](pqxx::nontransaction& tx, int i) {
+      ExecCached(tx,
+                 "SELECT outcome FROM dcl_reserve_call($1::uuid, $2, $3::uuid, '', '', '', "
+                 "$4::uuid, 900, 'bench', 25, 5, 1024, NULL, 20)",
+                 org_, absl::StrCat("anatomy-function-", i), site, reservation::RandomWalkStart());
+    });
     const std::vector<Part> parts = {
         {"loop and commit, no write", "PERFORM 1;"},
         {"floor: one-row INSERT (bench_echo_insert)",
@@ -745,15 +741,19 @@ class Bench {
                   costs[p].wal_bytes / n);
     }
     // What a statement costs beyond its SQL (protocol, parse of the bind, portal, snapshot,
-    // the answer's rows), for the floor and for the decision.
-    const double decision_in_loop = per_call["the whole decision: dcl_reserve_call"] - loop_ms;
+    // the answer's rows): the statements' CPU minus the SQL's in the loop (net of the loop).
+    auto round_trip = [&](const char* statements, const char* in_loop) {
+      return per_call.at(statements) - (per_call.at(in_loop) - loop_ms);
+    };
     std::printf(
         "round trip beyond the SQL (statements minus the loop's SQL): floor %.3f ms, decision "
         "%.3f ms (the function alone %.3f ms)\n",
-        per_call["floor as statements: one round trip each"] -
-            per_call["floor: one-row INSERT (bench_echo_insert)"] + loop_ms,
-        per_call["decision as statements: the service's query"] - decision_in_loop,
-        per_call["decision as statements: the function alone"] - decision_in_loop);
+        round_trip("floor as statements: one round trip each",
+                   "floor: one-row INSERT (bench_echo_insert)"),
+        round_trip("decision as statements: the service's query",
+                   "the whole decision: dcl_reserve_call"),
+        round_trip("decision as statements: the function alone",
+                   "the whole decision: dcl_reserve_call"));
     std::fflush(stdout);
     CancelHolds(site);
     CancelHolds(parts_site);
