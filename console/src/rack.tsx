@@ -316,7 +316,14 @@ function BookingDetails(props: {
           onSubmit={async (e) => {
             e.preventDefault();
             try {
-              await props.api.occupancy.releaseBooking({ bookingId: run.bookingId, reason, requestId: newRequestId() });
+              // The kind this screen shows: if the booking became something else since (a reservation a
+              // device was placed into whole is a placement now), the server releases nothing.
+              await props.api.occupancy.releaseBooking({
+                bookingId: run.bookingId,
+                expectedKind: run.kind,
+                reason,
+                requestId: newRequestId(),
+              });
               await props.onDone("Released.");
             } catch (err) {
               await props.onRefused(err);

@@ -138,6 +138,36 @@ test("two technicians choose U9 for a 2U server at once: one placement, the othe
   }
 });
 
+test("a reservation released from a screen after a device was placed into it: refused, the placement stays", async () => {
+  const reservation = await operator.occupancy.reserveUnits({ rackId, side: Side.FRONT, firstUnit: 36, lastUnit: 36, reason: "delivery on Tuesday" });
+  const page = await technician();
+  await signIn(page, operatorToken, `#/racks/${rackId}`);
+  await page.getByRole("button", { name: /^Front U36: reservation/ }).click();
+  const details = page.getByRole("region", { name: "Booking" });
+  await details.getByText(`Booking ${reservation.id}`).waitFor();
+  // Meanwhile, on the floor: the switch goes into the reserved unit (the whole reservation
+  // becomes the placement and keeps its id). The screen still shows a reservation.
+  const placed = await operator.occupancy.placeDevice({
+    rackId,
+    deviceId: env("DCL_DEMO_DEVICE_AR_0001"),
+    side: Side.FRONT,
+    unit: 36,
+    reservationId: reservation.id,
+  });
+  assert.equal(placed.id, reservation.id);
+  await page.getByLabel("Reason for the release").fill("delivery cancelled");
+  await page.getByRole("button", { name: "Release" }).click();
+  await page.getByRole("alert").filter({ hasText: "is a placement now, not a reservation" }).waitFor();
+  const rack = await operator.occupancy.getRack({ rackId });
+  const atUnit = rack.occupied.filter((o) => o.slot!.side === Side.FRONT && o.slot!.unit === 36);
+  assert.deepEqual(
+    atUnit.map((o) => [o.bookingId, o.kind]),
+    [[reservation.id, BookingKind.BOOKING_PLACEMENT]],
+    "the switch is still placed at front U36",
+  );
+  await operator.occupancy.releaseBooking({ bookingId: reservation.id, expectedKind: BookingKind.BOOKING_PLACEMENT, reason: "test done" });
+});
+
 test("a move driven from planned to completed in one page, followed live by a second page", async () => {
   const device = env("DCL_DEMO_DEVICE_DL_0003");
   await operator.occupancy.placeDevice({ rackId, deviceId: device, side: Side.FRONT, unit: 30 });

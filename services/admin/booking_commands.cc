@@ -60,6 +60,16 @@ int Release(Invocation& inv) {
   req.set_request_id(WriteRequestId());
   req.set_booking_id(inv.args[0]);
   req.set_reason(absl::GetFlag(FLAGS_reason));
+  const std::string expected = absl::GetFlag(FLAGS_expect_kind);
+  if (!expected.empty()) {
+    v1::BookingKind kind;
+    if (!ParseBookingKind(expected, &kind)) {
+      throw UsageError(
+          "--expect_kind must be placement, blocking, reservation or move_hold, not \"" + expected +
+          "\"");
+    }
+    req.set_expected_kind(kind);
+  }
   auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
   return Unary<v1::Booking>(
       inv, Service::kOccupancy,
@@ -133,7 +143,7 @@ std::vector<Command> BookingCommands() {
        Section::kRacks,
        ReserveUnits},
       {{"release"},
-       "BOOKING_ID [--reason T]",
+       "BOOKING_ID [--expect_kind K] [--reason T]",
        "end a blocking, reservation or placement",
        1,
        1,

@@ -29,6 +29,7 @@ ABSL_DECLARE_FLAG(std::string, first);
 ABSL_DECLARE_FLAG(std::string, last);
 ABSL_DECLARE_FLAG(bool, both_sides);
 ABSL_DECLARE_FLAG(std::string, kind);
+ABSL_DECLARE_FLAG(std::string, expect_kind);
 ABSL_DECLARE_FLAG(int, ttl_seconds);
 ABSL_DECLARE_FLAG(std::string, reason);
 ABSL_DECLARE_FLAG(bool, draft);

@@ -167,7 +167,7 @@ absl::StatusOr<LocationRow> Complete(pqxx::transaction_base& tx, const Principal
   if (!source.ok()) return source.status();
   if (!source->has_released_at()) {
     absl::StatusOr<v1::Booking> released =
-        occupancy::ReleaseBooking(tx, p, m.source_booking_id, why);
+        occupancy::ReleaseBooking(tx, p, m.source_booking_id, v1::BOOKING_PLACEMENT, why);
     if (!released.ok()) return released.status();
   }
   absl::StatusOr<v1::Booking> placement = occupancy::PromoteMoveHold(tx, p, m.move_hold_booking_id);
@@ -188,7 +188,7 @@ absl::StatusOr<LocationRow> TransitionEffects(pqxx::transaction_base& tx, const 
     case MoveState::kFailed:
     case MoveState::kCancelled: {
       absl::StatusOr<v1::Booking> released =
-          occupancy::ReleaseBooking(tx, p, m.move_hold_booking_id, why);
+          occupancy::ReleaseBooking(tx, p, m.move_hold_booking_id, v1::BOOKING_MOVE_HOLD, why);
       if (!released.ok()) return released.status();
       DCL_RETURN_IF_ERROR(RestoreProcessState(tx, p, m));
       FinishJob(tx, m.job_id, target == MoveState::kFailed ? "failed" : "cancelled");

@@ -396,14 +396,19 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
 // targets' own parameters are $3 onwards. `answer` is the statement's final query; it sees the
 // released headers as `h` (their new values) and the released slots as `s`. By default it
 // returns (bookings released, slots released).
+// `still`: a further condition on the header `b` in the update itself, which a concurrent
+// change is re-checked against after its row lock is released (READ COMMITTED re-evaluates the
+// update's own conditions on the newest version, not the targets' snapshot).
 std::string ReleaseSql(
     const char* targets,
-    const std::string& answer = "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)") {
+    const std::string& answer = "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)",
+    const char* still = "") {
   return absl::StrCat(
       "WITH targets AS (", targets,
       "), h AS (UPDATE bookings b SET released_at = now(), released_by = $1, "
-      "release_reason = $2 FROM targets WHERE b.id = targets.id AND b.released_at IS NULL "
-      "RETURNING b.*), "
+      "release_reason = $2 FROM targets WHERE b.id = targets.id AND b.released_at IS NULL",
+      still,
+      " RETURNING b.*), "
       "s AS (UPDATE booking_slots SET released_at = now() FROM h "
       "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) ",
       answer);
@@ -479,6 +484,16 @@ absl::Status WrongState(const std::string& booking_id, const std::string& messag
 }
 
 }  // namespace
+
+absl::Status NotOfKind(const std::string& booking_id, v1::BookingKind kind,
+                       v1::BookingKind expected) {
+  return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
+               absl::StrCat("booking ", booking_id, " is a ", BookingKindName(kind), " now, not a ",
+                            BookingKindName(expected), "; nothing was released"))
+      .Meta("booking_id", booking_id)
+      .Meta("kind", BookingKindName(kind))
+      .Meta("expected_kind", BookingKindName(expected));
+}
 
 BookingSpec DeviceFootprintSpec(v1::BookingKind kind, const std::string& rack_id,
                                 const std::string& device_id, v1::Side side, int unit,
@@ -611,23 +626,33 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
 }
 
 absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Principal& principal,
-                                           const std::string& booking_id,
+                                           const std::string& booking_id, v1::BookingKind kind,
                                            const std::string& reason) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
   if (absl::Status s = CheckText("reason", reason, kMaxNoteLength, false); !s.ok()) return s;
+  const char* kind_name = BookingKindName(kind);
+  if (*kind_name == '\0') return InvalidInput("kind", "the kind of the booking to release");
   // The release answers the released booking as LoadBooking would read it right after: the
   // header's new values from the update, and every slot row of the booking (the final query's
   // snapshot predates the update, which changes only released_at, so it lists the same rows).
+  // The kind is a condition of the update itself: a promotion that commits while this waits for
+  // the header's row lock makes it match nothing (enforced by this statement, not the schema).
   static const std::string* sql = new std::string(ReleaseSql(
       kOneBookingOfOrg,
       absl::StrCat("SELECT ", HeaderColumns(),
                    ", (SELECT string_agg(x.side || ' ' || x.unit, ',' ORDER BY x.side = 'rear', "
-                   "x.unit) FROM booking_slots x WHERE x.booking_id = h.id) FROM h")));
-  pqxx::result r = ExecCached(tx, *sql, principal.Actor(), reason, booking_id, principal.org_id);
+                   "x.unit) FROM booking_slots x WHERE x.booking_id = h.id) FROM h"),
+      " AND b.kind = $5"));
+  pqxx::result r =
+      ExecCached(tx, *sql, principal.Actor(), reason, booking_id, principal.org_id, kind_name);
   if (r.empty()) {
+    // Read again after the update: a change the update waited for is visible to this statement.
     absl::StatusOr<v1::Booking> existing = LoadBooking(tx, principal, booking_id);
     if (!existing.ok()) return existing.status();
-    return WrongState(booking_id, absl::StrCat("booking ", booking_id, " is already released"));
+    if (existing->has_released_at()) {
+      return WrongState(booking_id, absl::StrCat("booking ", booking_id, " is already released"));
+    }
+    return NotOfKind(booking_id, existing->kind(), kind);
   }
   v1::Booking booking = BookingFromHeader(booking_id, r[0]);
   absl::StatusOr<std::vector<SlotRef>> released = SlotList(r[0][9]);

@@ -101,11 +101,17 @@ struct PlanOutcome {
 absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Principal& principal,
                                           const BookingSpec& spec);
 
-// Releases an active booking: header and slots in this transaction. Already released →
-// FAILED_PRECONDITION WRONG_STATE. Returns the released booking.
+// Releases an active booking of `kind` (the kind whose rules the caller checked): header and
+// slots in this transaction. Already released, or of another kind by the time the update holds
+// the header's row lock (a reservation promoted whole meanwhile) → FAILED_PRECONDITION
+// WRONG_STATE (NotOfKind), nothing released. Returns the released booking.
 absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Principal& principal,
-                                           const std::string& booking_id,
+                                           const std::string& booking_id, v1::BookingKind kind,
                                            const std::string& reason);
+
+// The refusal of a release that named a booking of another kind than `expected`.
+absl::Status NotOfKind(const std::string& booking_id, v1::BookingKind kind,
+                       v1::BookingKind expected);
 
 // Releases up to `limit` active `reservation` bookings of every organization whose expires_at
 // has passed by the database clock, oldest deadline first, through the same release statement

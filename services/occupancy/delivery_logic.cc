@@ -301,23 +301,32 @@ absl::Status OccupancyLogic::ReserveDelivery(const Principal& p,
           }
         }
         if (collisions.empty()) return absl::OkStatus();
+        // The first racks are named, units and all; the rest counted: a plan of 500 items can
+        // collide in hundreds of racks, and a refusal must fit a client's header limit without
+        // the last-resort shortening (docs/api.md). The caller plans again either way.
+        constexpr size_t kNamedRacks = 5;
         std::vector<std::string> parts;
         for (const std::string& rack : rack_order) {
+          if (parts.size() == kNamedRacks) break;
           std::vector<SlotRef>& slots = collisions[rack];
           std::sort(slots.begin(), slots.end());
           parts.push_back(absl::StrCat(rack, ": ", DescribeSlots(slots)));
         }
+        const size_t unnamed = rack_order.size() - parts.size();
         const std::string named = absl::StrJoin(parts, "; ");
         Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
-                    absl::StrCat("booked since the plan, nothing reserved: ", named));
-        for (const std::string& rack : rack_order) {
-          for (const SlotRef& s : collisions[rack]) {
+                    absl::StrCat("booked since the plan, nothing reserved: ", named,
+                                 unnamed == 0 ? ""
+                                              : absl::StrCat("; and ", unnamed, " more rack",
+                                                             unnamed == 1 ? "" : "s")));
+        for (size_t r = 0; r < rack_order.size() - unnamed; ++r) {
+          for (const SlotRef& s : collisions[rack_order[r]]) {
             v1::Slot* slot = error.detail().add_colliding_slots();
             slot->set_side(s.side);
             slot->set_unit(s.unit);
           }
         }
-        error.Meta("collisions", named);
+        error.Meta("collisions", named).Meta("collision_racks", absl::StrCat(rack_order.size()));
         return error.status();
       });
 }

@@ -239,11 +239,18 @@ absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
   if (absl::Status s = CheckText("reason", req.reason(), kMaxNoteLength, false); !s.ok()) {
     return s;
   }
+  if (!v1::BookingKind_IsValid(req.expected_kind())) {
+    return InvalidInput("expected_kind", "not a booking kind");
+  }
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kReleaseBooking, req.request_id(), req, out, replayed,
       [&](pqxx::work& tx) -> absl::Status {
         absl::StatusOr<v1::Booking> current = LoadBooking(tx, p, req.booking_id());
         if (!current.ok()) return current.status();
+        if (req.expected_kind() != v1::BOOKING_KIND_UNSPECIFIED && !current->has_released_at() &&
+            current->kind() != req.expected_kind()) {
+          return NotOfKind(req.booking_id(), current->kind(), req.expected_kind());
+        }
         // Enforced here, not in the schema: the move service releases its own holds.
         if (current->kind() == v1::BOOKING_MOVE_HOLD) {
           return Error(absl::StatusCode::kFailedPrecondition, v1::WRONG_STATE,
@@ -267,7 +274,7 @@ absl::Status OccupancyLogic::ReleaseBooking(const Principal& p,
           }
         }
         absl::StatusOr<v1::Booking> released =
-            occupancy::ReleaseBooking(tx, p, req.booking_id(), req.reason());
+            occupancy::ReleaseBooking(tx, p, req.booking_id(), current->kind(), req.reason());
         if (!released.ok()) return released.status();
         *out = *std::move(released);
         return absl::OkStatus();

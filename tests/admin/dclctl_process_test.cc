@@ -214,7 +214,13 @@ TEST_CASE("block, plan against it, release it, plan again; capacity follows") {
   CHECK(absl::StrContains(refused_plan.out, "would be refused (UNIT_OCCUPIED)"));
   CHECK(absl::StrContains(refused_plan.out, "colliding units: front+rear U31"));
 
-  Result released = Run(w, {"release", block.id(), "--reason", "rail fixed"});
+  // A release that names the wrong kind is refused and releases nothing.
+  Result wrong_kind =
+      Run(w, {"release", block.id(), "--expect_kind", "reservation", "--reason", "rail fixed"});
+  CHECK(wrong_kind.exit == 4);
+  CHECK(absl::StrContains(wrong_kind.out + wrong_kind.err, "is a blocking now, not a reservation"));
+  Result released =
+      Run(w, {"release", block.id(), "--expect_kind", "blocking", "--reason", "rail fixed"});
   INFO(released.err);
   REQUIRE(released.exit == 0);
   CHECK(absl::StrContains(released.out, "released"));

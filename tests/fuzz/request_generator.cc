@@ -92,7 +92,7 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
            last_unit: {unit+} reason: "delivery" ttl_seconds: {int:0..86400})"}},
       {"dcl.v1.OccupancyService.ReleaseBooking",
        {R"(request_id: "{key}" booking_id: "{booking:active}" reason: "done")",
-        R"(booking_id: "{booking}")"}},
+        R"(booking_id: "{booking}" expected_kind: {enum:dcl.v1.BookingKind})"}},
       {"dcl.v1.OccupancyService.PlanDelivery",
        {R"(site_id: "{site}" items { device_id: "{device:unplaced}" }
            items { spec { height_units: {int:1..4} depth_class: {enum:dcl.v1.DepthClass}

@@ -469,8 +469,9 @@ TEST_CASE("a release answers the booking exactly as it reads afterwards") {
   const absl::StatusOr<v1::Booking> created = CreateAlone(*pool, s.op, spec);
   REQUIRE(created.ok());
   REQUIRE(created->slots_size() == 6);
-  absl::StatusOr<v1::Booking> released = pool->Transact(
-      [&](pqxx::work& tx) { return ReleaseBooking(tx, s.op, created->id(), "fabric cancelled"); });
+  absl::StatusOr<v1::Booking> released = pool->Transact([&](pqxx::work& tx) {
+    return ReleaseBooking(tx, s.op, created->id(), v1::BOOKING_RESERVATION, "fabric cancelled");
+  });
   REQUIRE(released.ok());
   const absl::StatusOr<v1::Booking> stored =
       pool->Transact([&](pqxx::work& tx) { return LoadBooking(tx, s.op, created->id()); });
@@ -485,8 +486,9 @@ TEST_CASE("a release answers the booking exactly as it reads afterwards") {
   CHECK(released->slots(5).unit() == 7);
   CHECK(s.ActiveSlots() == 0);
   // Released already: the state is told, and nothing changes.
-  released = pool->Transact(
-      [&](pqxx::work& tx) { return ReleaseBooking(tx, s.op, created->id(), "again"); });
+  released = pool->Transact([&](pqxx::work& tx) {
+    return ReleaseBooking(tx, s.op, created->id(), v1::BOOKING_RESERVATION, "again");
+  });
   REQUIRE_FALSE(released.ok());
   CHECK(DetailOf(released.status()).reason() == v1::WRONG_STATE);
 }
@@ -500,7 +502,8 @@ TEST_CASE("a release that fails halfway leaves header and slots both active") {
   REQUIRE(
       logic.PlaceDevice(s.op, Place(s.rack, s.Device(2, "full"), v1::SIDE_FRONT, 9), &placed).ok());
   absl::Status st = pool->Transact([&](pqxx::work& tx) -> absl::Status {
-    absl::StatusOr<v1::Booking> r = ReleaseBooking(tx, s.op, placed.id(), "oops");
+    absl::StatusOr<v1::Booking> r =
+        ReleaseBooking(tx, s.op, placed.id(), v1::BOOKING_PLACEMENT, "oops");
     REQUIRE(r.ok());
     return absl::AbortedError("caller gave up");  // rolls back
   });
@@ -606,7 +609,8 @@ TEST_CASE("a move hold is promoted in place: same booking id, same slots, no exp
   // Release the source and promote the hold in one transaction, as the move service does.
   absl::StatusOr<v1::Booking> promoted =
       pool->Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Booking> {
-        absl::StatusOr<v1::Booking> r = ReleaseBooking(tx, s.op, source->id(), "moved");
+        absl::StatusOr<v1::Booking> r =
+            ReleaseBooking(tx, s.op, source->id(), v1::BOOKING_PLACEMENT, "moved");
         if (!r.ok()) return r.status();
         return PromoteMoveHold(tx, s.op, held->id());
       });

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "services/common/status.h"
 #include "services/occupancy/booking_store.h"
 #include "services/occupancy/occupancy_logic.h"
@@ -224,6 +225,50 @@ TEST_CASE("a booking that lands between plan and reserve fails the whole deliver
         second.rack_name() + (second.slots(0).side() == v1::SIDE_FRONT ? ": front U" : ": rear U") +
             std::to_string(second.slots(0).unit()));
   // All or nothing: the first item's units were not reserved either.
+  CHECK(s.Bookings() == before);
+}
+
+TEST_CASE("a delivery colliding in many racks names the first five and counts the rest") {
+  Site s;
+  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
+  auto pool = s.db.MakePool(1);
+  OccupancyLogic logic(*pool);
+  // Eight racks, each with U3 front blocked after a plan put one item there (the items are
+  // written as a stale plan would carry them).
+  v1::ReserveDeliveryRequest reserve;
+  for (int r = 0; r < 8; ++r) {
+    testing::RackSpec spec;
+    spec.name = "S" + std::to_string(r);
+    spec.unit_count = 6;
+    const std::string rack = testing::CreateRack(s.db, s.org, s.site, spec);
+    v1::PlannedDeliveryItem* item = reserve.mutable_planned()->add_items();
+    item->set_item(r);
+    item->set_name("srv " + std::to_string(r));
+    item->set_rack_id(rack);
+    item->set_rack_name(spec.name);
+    item->set_side(v1::SIDE_FRONT);
+    item->set_unit(3);
+    v1::Slot* slot = item->add_slots();
+    slot->set_side(v1::SIDE_FRONT);
+    slot->set_unit(3);
+    v1::BlockUnitsRequest block;
+    block.set_rack_id(rack);
+    block.set_side(v1::SIDE_FRONT);
+    block.set_first_unit(3);
+    block.set_last_unit(3);
+    v1::Booking blocked;
+    REQUIRE(logic.BlockUnits(s.op, block, &blocked).ok());
+  }
+  const int64_t before = s.Bookings();
+  v1::DeliveryReservation out;
+  const absl::Status st = logic.ReserveDelivery(s.op, reserve, &out);
+  const v1::ErrorDetail d = DetailOf(st);
+  CHECK(d.reason() == v1::UNIT_OCCUPIED);
+  CHECK(d.metadata().at("collisions") ==
+        "S0: front U3; S1: front U3; S2: front U3; S3: front U3; S4: front U3");
+  CHECK(d.metadata().at("collision_racks") == "8");
+  CHECK(absl::EndsWith(st.message(), "S4: front U3; and 3 more racks"));
+  CHECK(d.colliding_slots_size() == 5);  // those of the named racks
   CHECK(s.Bookings() == before);
 }
 

@@ -100,6 +100,43 @@ bool WaitForLockWaiter(const TestDatabase& db) {
   return false;
 }
 
+// PlaceDevice's promotion of `reservation_id` into a placement of `device` at front `unit`, run
+// on `pool` in a transaction left open with its row locks held until Commit(): what a rival
+// meets while a promotion is under way.
+class OpenPromotion {
+ public:
+  OpenPromotion(DbPool& pool, const Site& s, const std::string& reservation_id,
+                const std::string& device, int unit)
+      : thread_([this, &pool, &s, reservation_id, device, unit] {
+          result_ = pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Booking> {
+            absl::StatusOr<v1::Booking> b =
+                PromoteReservation(tx, s.op, reservation_id,
+                                   DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, device,
+                                                       v1::SIDE_FRONT, unit, ""));
+            promoted_ = true;
+            while (!commit_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            return b;
+          });
+        }) {
+    while (!promoted_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~OpenPromotion() {
+    if (thread_.joinable()) Commit();
+  }
+  // Lets the transaction commit; answers what the promotion answered.
+  absl::StatusOr<v1::Booking> Commit() {
+    commit_ = true;
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  std::atomic<bool> promoted_{false};
+  std::atomic<bool> commit_{false};
+  absl::StatusOr<v1::Booking> result_ = absl::UnknownError("not run");
+  std::thread thread_;  // the last member: started once the others exist
+};
+
 TEST_CASE("a device placed into its whole reservation: same booking id, same slot rows, no expiry") {
   Site s;
   auto pool = s.db.MakePool(1);
@@ -130,6 +167,86 @@ TEST_CASE("a device placed into its whole reservation: same booking id, same slo
   absl::Status twice = logic.PlaceDevice(
       s.op, PlaceInto(s.rack, s.Device(2, "full"), v1::SIDE_FRONT, 10, reservation.id()), &again);
   CHECK(DetailOf(twice).reason() == v1::WRONG_STATE);
+}
+
+TEST_CASE("a release that names the reservation it saw does not release the placement it became") {
+  Site s;
+  auto pool = s.db.MakePool(1);
+  OccupancyLogic logic(*pool);
+  const v1::Booking reservation = Reserve(logic, s, v1::SIDE_FRONT, false, 20, 21);
+  v1::Booking placed;
+  REQUIRE(
+      logic
+          .PlaceDevice(s.op,
+                       PlaceInto(s.rack, s.Device(2, "half"), v1::SIDE_FRONT, 20, reservation.id()),
+                       &placed)
+          .ok());
+  REQUIRE(placed.id() == reservation.id());
+  const std::map<std::string, std::string> before = s.SlotRows();
+
+  // What a screen that still shows the reservation sends: refused, nothing released.
+  v1::ReleaseBookingRequest stale;
+  stale.set_booking_id(reservation.id());
+  stale.set_expected_kind(v1::BOOKING_RESERVATION);
+  stale.set_request_id("release-the-reservation");
+  v1::Booking out;
+  const absl::Status refused = logic.ReleaseBooking(s.op, stale, &out);
+  CHECK(refused.code() == absl::StatusCode::kFailedPrecondition);
+  const v1::ErrorDetail detail = DetailOf(refused);
+  CHECK(detail.reason() == v1::WRONG_STATE);
+  CHECK(detail.metadata().at("kind") == "placement");
+  CHECK(detail.metadata().at("expected_kind") == "reservation");
+  CHECK(s.SlotRows() == before);
+  CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE released_at IS NULL") == 1);
+
+  // A kind outside the enum is bad input, not a kind that never matches.
+  v1::ReleaseBookingRequest unknown_kind = stale;
+  unknown_kind.set_expected_kind(static_cast<v1::BookingKind>(99));
+  CHECK(logic.ReleaseBooking(s.op, unknown_kind, &out).code() ==
+        absl::StatusCode::kInvalidArgument);
+
+  // Naming the kind it is now releases it.
+  v1::ReleaseBookingRequest current = stale;
+  current.set_expected_kind(v1::BOOKING_PLACEMENT);
+  current.set_request_id("release-the-placement");
+  REQUIRE(logic.ReleaseBooking(s.op, current, &out).ok());
+  CHECK(out.kind() == v1::BOOKING_PLACEMENT);
+  CHECK(out.has_released_at());
+}
+
+TEST_CASE("a release waiting for a whole promotion releases nothing once the promotion commits") {
+  Site s;
+  auto pool1 = s.db.MakePool(1);
+  auto pool2 = s.db.MakePool(1);
+  OccupancyLogic setup(*pool1);
+  OccupancyLogic releaser(*pool2);
+  const v1::Booking reservation = Reserve(setup, s, v1::SIDE_FRONT, false, 30, 30);
+  const std::string device = s.Device(1, "half");
+  const std::map<std::string, std::string> before = s.SlotRows();
+  OpenPromotion promotion(*pool1, s, reservation.id(), device, 30);
+  // The promotion has run, not committed: the release reads a reservation (its checks are a
+  // reservation's) and its update waits for the header's row lock.
+  absl::Status released = absl::UnknownError("not run");
+  std::thread release([&] {
+    v1::ReleaseBookingRequest req;
+    req.set_booking_id(reservation.id());
+    req.set_reason("delivery cancelled");
+    v1::Booking out;
+    released = releaser.ReleaseBooking(s.op, req, &out);
+  });
+  const bool waited = WaitForLockWaiter(s.db);
+  CHECK(waited);
+  const absl::StatusOr<v1::Booking> placement = promotion.Commit();
+  release.join();
+  REQUIRE(placement.ok());
+  CHECK(placement->id() == reservation.id());
+  // The kind it checked is gone: refused, and the placement keeps every slot row it had.
+  CHECK(released.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(DetailOf(released).reason() == v1::WRONG_STATE);
+  CHECK(DetailOf(released).metadata().at("kind") == "placement");
+  CHECK(s.SlotRows() == before);
+  CHECK(s.db.Scalar("SELECT kind || ' ' || (released_at IS NULL) FROM bookings WHERE id = '" +
+                    reservation.id() + "'") == "placement true");
 }
 
 TEST_CASE("devices covering parts of a reservation take their units, the rest stays reserved") {
@@ -296,20 +413,7 @@ TEST_CASE("a write waiting on a unit being promoted loses to the placement when 
     const bool part = unit == 8;
     const v1::Booking reservation = Reserve(setup, s, v1::SIDE_FRONT, false, unit, part ? 9 : 12);
     const std::string device = s.Device(1, "half");
-    std::atomic<bool> promoted{false};
-    std::atomic<bool> go{false};
-    absl::StatusOr<v1::Booking> placement = absl::UnknownError("not run");
-    std::thread promoter([&] {
-      placement = pool1->Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Booking> {
-        absl::StatusOr<v1::Booking> b = PromoteReservation(
-            tx, s.op, reservation.id(),
-            DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, device, v1::SIDE_FRONT, unit, ""));
-        promoted = true;
-        while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        return b;
-      });
-    });
-    while (!promoted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    OpenPromotion promotion(*pool1, s, reservation.id(), device, unit);
     // The promotion has run but not committed: a blocking through the write path is refused ...
     absl::Status rival_status;
     std::thread blocker([&] {
@@ -347,8 +451,7 @@ TEST_CASE("a write waiting on a unit being promoted loses to the placement when 
       // The whole: the slot row was never written, the insert collides with it at once.
       raw.join();
     }
-    go = true;
-    promoter.join();
+    const absl::StatusOr<v1::Booking> placement = promotion.Commit();
     if (raw.joinable()) raw.join();
     REQUIRE(placement.ok());
     CHECK(placement->device_id() == device);
