@@ -54,7 +54,7 @@ std::vector<std::shared_ptr<grpc::Channel>> DistinctChannels(int port, int count
 }
 
 LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int clients,
-                      double seconds, const std::string& authorization) {
+                      double seconds, const std::string& authorization, const EchoShape& shape) {
   using Clock = std::chrono::steady_clock;
   std::vector<LoadRun> per(clients);
   std::vector<double> cpu(clients, 0);
@@ -68,6 +68,7 @@ LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channel
     for (int i = 0; Clock::now() < until; ++i) {
       EchoInsertRequest request;
       request.set_payload(absl::StrCat("floor-", c, "-", i));
+      request.set_round_trips(shape.cycle[i % shape.cycle.size()]);
       EchoInsertResponse response;
       grpc::ClientContext context;
       context.AddMetadata("authorization", authorization);
@@ -99,15 +100,15 @@ FloorRun MeasureEchoInsertFloor(const std::string& url,
                                 const std::vector<std::shared_ptr<grpc::Channel>>& channels,
                                 int clients, double seconds, const std::string& authorization,
                                 const std::string& benchmark, const std::string& scenario,
-                                double ceiling) {
-  RunEchoInsert(channels, clients, 0.5, authorization);  // each pool connection prepares once
+                                double ceiling, const EchoShape& shape) {
+  RunEchoInsert(channels, clients, 0.5, authorization, shape);  // each connection prepares once
   FloorRun floor;
   const CpuSeconds before = ReadCpuSeconds(url);
-  floor.run = RunEchoInsert(channels, clients, seconds, authorization);
+  floor.run = RunEchoInsert(channels, clients, seconds, authorization, shape);
   const CpuSeconds after = ReadCpuSeconds(url);
   floor.cpu = MeasureServerCpuPerCall(before, after, floor.run.load_generator_cpu_seconds,
                                       static_cast<long long>(floor.run.latency_ms.size()));
-  AppendCsv({benchmark, scenario, "echo-insert floor", clients, floor.run.calls_per_second(),
+  AppendCsv({benchmark, scenario, shape.run, clients, floor.run.calls_per_second(),
              Percentile(floor.run.latency_ms, 0.50), Percentile(floor.run.latency_ms, 0.95),
              Percentile(floor.run.latency_ms, 0.99), ceiling, floor.cpu.server_ms,
              floor.cpu.database_ms});

@@ -12,6 +12,7 @@
 
 #include "services/common/token_cache.h"
 #include "tests/bench/cpu_meter.h"
+#include "tests/bench/echo_insert.pb.h"
 
 namespace dcl::bench {
 
@@ -36,15 +37,23 @@ std::unique_ptr<TokenCache> StartTokenCacheFromFlags(const std::string& url);
 // connection, for the load generator's clients to share round robin.
 std::vector<std::shared_ptr<grpc::Channel>> DistinctChannels(int port, int count);
 
+// What each echo call asks for: call i of a client sends round_trips = cycle[i % size]
+// (echo_insert.proto). The CSV row is named `run`.
+struct EchoShape {
+  std::string run = "echo-insert floor";
+  std::vector<RoundTrips> cycle = {ROUND_TRIPS_FLOOR};
+};
+
 // `clients` threads, each with its own stub on channels[client % size], call
-// EchoInsertService.Insert with `authorization` for `seconds`. A failed call is counted and the
-// first is printed: the floor must be all OK to be a floor.
+// EchoInsertService.Insert with `authorization` for `seconds`, shaped by `shape`. A failed call
+// is counted and the first is printed: the floor must be all OK to be a floor.
 LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int clients,
-                      double seconds, const std::string& authorization);
+                      double seconds, const std::string& authorization,
+                      const EchoShape& shape = {});
 
 // The floor as both benchmarks measure it: a warm-up of half a second, then `clients` calling
 // for `seconds`, with the server's and PostgreSQL's CPU per call (`url` names the cluster), and
-// its CSV row (run "echo-insert floor") under `benchmark` and `scenario` beside `ceiling`.
+// its CSV row (run `shape.run`) under `benchmark` and `scenario` beside `ceiling`.
 struct FloorRun {
   LoadRun run;
   ServerCpuPerCall cpu;
@@ -53,7 +62,7 @@ FloorRun MeasureEchoInsertFloor(const std::string& url,
                                 const std::vector<std::shared_ptr<grpc::Channel>>& channels,
                                 int clients, double seconds, const std::string& authorization,
                                 const std::string& benchmark, const std::string& scenario,
-                                double ceiling);
+                                double ceiling, const EchoShape& shape = {});
 
 // The floor's row and, beside it, the real RPC's ratios:
 //   echo-insert floor   N calls/s  p50  p99   CPU server + PostgreSQL per call

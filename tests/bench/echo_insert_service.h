@@ -3,7 +3,9 @@
 // (token lookup, role check, module switch, request limits, logging, metrics), the same pool
 // and its autocommit path, a prepared statement, the same gRPC server. Its work is one
 // INSERT of one row, committed; so a real RPC's calls/s and CPU per call divided by the floor's
-// say what the decision itself costs on this stack.
+// say what the decision itself costs on this stack. Asked to (`round_trips`), it sends the same
+// INSERT in a write path's transaction with reads that touch no table: what that transaction's
+// round trips alone cost, before any statement in it does work.
 //
 // testonly: a served binary cannot depend on it (Bazel refuses a non-testonly target that does).
 #ifndef DCL_TESTS_BENCH_ECHO_INSERT_SERVICE_H_

@@ -22,6 +22,12 @@
 // clients alternate PlaceDevice and ReleaseBooking, so PlaceDevice's own calls/s is about half
 // of what the same clients would reach placing only; the share of every write call is printed
 // beside it.
+// Then the write calls' round trips with nothing in them (echo_insert.proto, round_trips),
+// alternating as the clients alternate: PlaceDevice's transaction is
+// BEGIN, the planner's read, dcl_insert_booking, COMMIT (4 round trips); ReleaseBooking's of a
+// placement BEGIN, the header, its slots, the device's row lock, its open move, the release,
+// COMMIT (7). Every write call against those says what the statements' own work costs; those
+// against the floor what the transactions' round trips cost.
 //
 // Run: DCL_BAZEL_OUTPUT_ROOT=/work/.bazel-me tests/bench/run_occupancy_bench [--seconds=N ...]
 // (a throwaway PostgreSQL, optimised build), or against any migrated database:
@@ -444,7 +450,27 @@ bool RunScenario(Server& server, const std::string& url, const std::string& name
                                             floor.run, floor.cpu, goals);
   std::printf("   every write call (place + release) / floor: calls/s %.3f\n",
               write_calls / elapsed / floor.run.calls_per_second());
-  return audit.ok() && floor.run.failed == 0;
+  // The same round trips as the write calls, alternating 4 and 7 as place and release do.
+  bench::EchoShape shape;
+  shape.run = "write calls' round trips, empty";
+  shape.cycle = {bench::ROUND_TRIPS_PLACE_DEVICE, bench::ROUND_TRIPS_RELEASE_BOOKING};
+  const bench::FloorRun trips =
+      bench::MeasureEchoInsertFloor(url, server.channels(), clients, seconds, authorization,
+                                    "occupancy", scenario, ceiling, shape);
+  std::printf(
+      "   the write calls' round trips with nothing in them (BEGIN, 1 or 4 reads, INSERT, "
+      "COMMIT, alternating): %.0f calls/s, p50 %.2f ms, p99 %.2f ms, %lld failed; CPU per call "
+      "server + PostgreSQL %.3f + %.3f = %.3f ms\n",
+      trips.run.calls_per_second(), Percentile(trips.run.latency_ms, 0.50),
+      Percentile(trips.run.latency_ms, 0.99), trips.run.failed, trips.cpu.server_ms,
+      trips.cpu.database_ms, trips.cpu.total_ms());
+  std::printf(
+      "   those round trips / floor: calls/s %.3f, CPU per call %.2fx; every write call / those "
+      "round trips: calls/s %.3f, CPU per call %.2fx\n",
+      trips.run.calls_per_second() / floor.run.calls_per_second(),
+      trips.cpu.total_ms() / floor.cpu.total_ms(),
+      write_calls / elapsed / trips.run.calls_per_second(), cpu.total_ms() / trips.cpu.total_ms());
+  return audit.ok() && floor.run.failed == 0 && trips.run.failed == 0;
 }
 
 }  // namespace
