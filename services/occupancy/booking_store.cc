@@ -390,6 +390,9 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
   return booking;
 }
 
+// The release statement's default answer: (bookings released, slots released).
+constexpr char kReleasedCounts[] = "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)";
+
 // The one release statement: every booking the `targets` query names (a query yielding `id`) that
 // is still active gets released_at (database clock), released_by ($1) and release_reason ($2),
 // and its slot rows released_at, in one statement, so a booking is never half released. The
@@ -399,10 +402,8 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
 // `still`: a further condition on the header `b` in the update itself, which a concurrent
 // change is re-checked against after its row lock is released (READ COMMITTED re-evaluates the
 // update's own conditions on the newest version, not the targets' snapshot).
-std::string ReleaseSql(
-    const char* targets,
-    const std::string& answer = "SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s)",
-    const char* still = "") {
+std::string ReleaseSql(const char* targets, const std::string& answer = kReleasedCounts,
+                       const std::string& still = "") {
   return absl::StrCat(
       "WITH targets AS (", targets,
       "), h AS (UPDATE bookings b SET released_at = now(), released_by = $1, "
@@ -447,11 +448,15 @@ v1::Booking BookingFromHeader(const std::string& booking_id, const pqxx::row& ro
 constexpr char kOneBookingOfOrg[] =
     "SELECT id FROM bookings WHERE id = $3::uuid AND org_id = $4::uuid";
 
-// Releases header and slots of one active booking; returns whether it was active.
-bool ReleaseRow(pqxx::transaction_base& tx, const std::string& org_id,
-                const std::string& booking_id, const std::string& released_by,
-                const std::string& reason) {
-  static const std::string* sql = new std::string(ReleaseSql(kOneBookingOfOrg));
+// Releases header and slots of one reservation whose deadline has passed; returns whether it
+// did. Lapsed is a condition of the update itself (enforced by this statement): a promotion that
+// began before the deadline and commits after it while this waits for the header's row lock has
+// made it a placement, which matches nothing here and keeps its units.
+bool ReleaseLapsedRow(pqxx::transaction_base& tx, const std::string& org_id,
+                      const std::string& booking_id, const std::string& released_by,
+                      const std::string& reason) {
+  static const std::string* sql = new std::string(
+      ReleaseSql(kOneBookingOfOrg, kReleasedCounts, absl::StrCat(" AND ", kLapsedSql)));
   pqxx::row r = ExecCached1(tx, *sql, released_by, reason, booking_id, org_id);
   return r[0].as<int64_t>() > 0;
 }
@@ -615,10 +620,12 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
     if (!blocking.empty()) return UnitOccupied(blocking, "slot_index");
     // Deadline enforced at the point of use: a reservation whose expiry passed does not block,
     // even when the sweeper has not reached it yet. Released here, with the reason recorded.
+    // One promoted meanwhile is not released; the next attempt collides with the placement.
     for (const std::string& id : lapsed) {
-      ReleaseRow(tx, principal.org_id, id, principal.Actor(),
-                 "expired; released at point of use by a colliding booking");
-      spdlog::info("released lapsed reservation booking {} at point of use", id);
+      if (ReleaseLapsedRow(tx, principal.org_id, id, principal.Actor(),
+                           "expired; released at point of use by a colliding booking")) {
+        spdlog::info("released lapsed reservation booking {} at point of use", id);
+      }
     }
   }
   return Error(absl::StatusCode::kAborted, v1::CONTENDED,

@@ -249,6 +249,54 @@ TEST_CASE("a release waiting for a whole promotion releases nothing once the pro
                     reservation.id() + "'") == "placement true");
 }
 
+TEST_CASE("a reservation promoted as it lapses is not released by a writer that saw it lapsed") {
+  // The promotion checks the deadline when it starts and holds the header's row lock; the
+  // reservation lapses before it commits. A blocking of the same unit meanwhile reads the
+  // reservation as lapsed, releases it at the point of use, and waits for that row lock.
+  Site s;
+  auto pool1 = s.db.MakePool(1);
+  auto pool2 = s.db.MakePool(1);
+  OccupancyLogic setup(*pool1);
+  OccupancyLogic rival(*pool2);
+  v1::ReserveUnitsRequest reserve;
+  reserve.set_rack_id(s.rack);
+  reserve.set_side(v1::SIDE_FRONT);
+  reserve.set_first_unit(40);
+  reserve.set_last_unit(40);
+  reserve.set_ttl_seconds(1);
+  v1::Booking reservation;
+  REQUIRE(setup.ReserveUnits(s.op, reserve, &reservation).ok());
+  const std::string device = s.Device(1, "half");
+  OpenPromotion promotion(*pool1, s, reservation.id(), device, 40);
+  while (s.db.Count("SELECT count(*) FROM bookings WHERE expires_at > now()") > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  absl::Status blocked = absl::UnknownError("not run");
+  std::thread blocker([&] {
+    v1::BlockUnitsRequest block;
+    block.set_rack_id(s.rack);
+    block.set_side(v1::SIDE_FRONT);
+    block.set_first_unit(40);
+    block.set_last_unit(40);
+    v1::Booking b;
+    blocked = rival.BlockUnits(s.op, block, &b);
+  });
+  const bool waited = WaitForLockWaiter(s.db);
+  CHECK(waited);
+  const absl::StatusOr<v1::Booking> placement = promotion.Commit();
+  blocker.join();
+  REQUIRE(placement.ok());
+  // The lapsed reservation it meant to release is a placement now: the blocking is refused and
+  // the placement keeps its unit.
+  CHECK(ReasonOf(blocked) == v1::UNIT_OCCUPIED);
+  CHECK(s.db.Scalar("SELECT kind || ' ' || (released_at IS NULL) FROM bookings WHERE id = '" +
+                    reservation.id() + "'") == "placement true");
+  CHECK(s.db.Count("SELECT count(*) FROM booking_slots WHERE unit = 40 AND released_at IS NULL "
+                   "AND booking_id = '" +
+                   reservation.id() + "'") == 1);
+  CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE kind = 'blocking'") == 0);
+}
+
 TEST_CASE("devices covering parts of a reservation take their units, the rest stays reserved") {
   Site s;
   auto pool = s.db.MakePool(1);
