@@ -36,7 +36,8 @@ ABSL_FLAG(std::string, last, "", "block, reserve-units, plan: last unit of the r
 ABSL_FLAG(bool, both_sides, false, "block, reserve-units, plan: front and rear");
 ABSL_FLAG(std::string, kind, "placement", "plan: placement, blocking, reservation or move_hold");
 ABSL_FLAG(std::string, expect_kind, "",
-          "release: only if the booking is still this kind (placement, blocking, reservation)");
+          "release: only if the booking is still this kind (placement, blocking, reservation or "
+          "move_hold)");
 ABSL_FLAG(int, ttl_seconds, 0,
           "reserve-units: how long the units stay reserved (0: server default)");
 ABSL_FLAG(std::string, reason, "", "why (recorded with the booking or its release)");

@@ -411,7 +411,8 @@ std::string ReleaseSql(const char* targets, const std::string& answer = kRelease
       still,
       " RETURNING b.*), "
       "s AS (UPDATE booking_slots SET released_at = now() FROM h "
-      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL RETURNING 1) ",
+      "WHERE booking_slots.booking_id = h.id AND booking_slots.released_at IS NULL "
+      "RETURNING booking_slots.side, booking_slots.unit) ",
       answer);
 }
 
@@ -620,7 +621,8 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
     if (!blocking.empty()) return UnitOccupied(blocking, "slot_index");
     // Deadline enforced at the point of use: a reservation whose expiry passed does not block,
     // even when the sweeper has not reached it yet. Released here, with the reason recorded.
-    // One promoted meanwhile is not released; the next attempt collides with the placement.
+    // One promoted whole meanwhile (a placement now) is not released, and the next attempt
+    // collides with it; of one promoted in part, the units it still holds are released.
     for (const std::string& id : lapsed) {
       if (ReleaseLapsedRow(tx, principal.org_id, id, principal.Actor(),
                            "expired; released at point of use by a colliding booking")) {
@@ -640,15 +642,17 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
   const char* kind_name = BookingKindName(kind);
   if (*kind_name == '\0') return InvalidInput("kind", "the kind of the booking to release");
   // The release answers the released booking as LoadBooking would read it right after: the
-  // header's new values from the update, and every slot row of the booking (the final query's
-  // snapshot predates the update, which changes only released_at, so it lists the same rows).
+  // header's new values from the update, and the slot rows the update released, which are all
+  // the booking's rows (they are released only with it). Not the final query's own snapshot:
+  // a partial promotion committing while the update waited for the header's row lock has
+  // passed some of those rows to its placement, and the snapshot would still list them.
   // The kind is a condition of the update itself: a promotion that commits while this waits for
   // the header's row lock makes it match nothing (enforced by this statement, not the schema).
   static const std::string* sql = new std::string(ReleaseSql(
       kOneBookingOfOrg,
       absl::StrCat("SELECT ", HeaderColumns(),
-                   ", (SELECT string_agg(x.side || ' ' || x.unit, ',' ORDER BY x.side = 'rear', "
-                   "x.unit) FROM booking_slots x WHERE x.booking_id = h.id) FROM h"),
+                   ", (SELECT string_agg(s.side || ' ' || s.unit, ',' ORDER BY s.side = 'rear', "
+                   "s.unit) FROM s) FROM h"),
       " AND b.kind = $5"));
   pqxx::result r =
       ExecCached(tx, *sql, principal.Actor(), reason, booking_id, principal.org_id, kind_name);

@@ -220,6 +220,50 @@ absl::Status NoRoomForEveryItem(const v1::DeliveryPlan& plan, size_t total) {
       .status();
 }
 
+// ReserveDelivery's refusal when units of the plan were booked since it was read. The first
+// racks are named with their first units, the rest counted: a plan of 500 items can collide in
+// hundreds of racks, and a refusal must fit a client's header limit without the last-resort
+// shortening (docs/api.md), its text travelling five times (the message, the rich status, the
+// detail's message and metadata). The caller plans again either way. `collisions` by rack name,
+// `rack_order` the racks in the plan's order.
+absl::Status BookedSincePlan(const std::vector<std::string>& rack_order,
+                             std::map<std::string, std::vector<SlotRef>>& collisions) {
+  constexpr size_t kNamedRacks = 3;
+  constexpr size_t kNamedUnitsPerRack = 8;
+  std::vector<std::string> parts;
+  std::vector<SlotRef> named_slots;
+  size_t units = 0;
+  for (const std::string& rack : rack_order) {
+    std::vector<SlotRef>& slots = collisions[rack];
+    units += slots.size();
+    if (parts.size() == kNamedRacks) continue;
+    std::sort(slots.begin(), slots.end());
+    const std::vector<SlotRef> shown(slots.begin(),
+                                     slots.begin() + std::min(slots.size(), kNamedUnitsPerRack));
+    named_slots.insert(named_slots.end(), shown.begin(), shown.end());
+    parts.push_back(absl::StrCat(rack, ": ", DescribeSlots(shown),
+                                 slots.size() > shown.size()
+                                     ? absl::StrCat(" and ", slots.size() - shown.size(), " more")
+                                     : ""));
+  }
+  const size_t unnamed = rack_order.size() - parts.size();
+  const std::string named = absl::StrJoin(parts, "; ");
+  Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
+              absl::StrCat("booked since the plan, nothing reserved: ", named,
+                           unnamed == 0 ? ""
+                                        : absl::StrCat("; and ", unnamed, " more rack",
+                                                       unnamed == 1 ? "" : "s")));
+  for (const SlotRef& s : named_slots) {
+    v1::Slot* slot = error.detail().add_colliding_slots();
+    slot->set_side(s.side);
+    slot->set_unit(s.unit);
+  }
+  error.Meta("collisions", named)
+      .Meta("collision_racks", absl::StrCat(rack_order.size()))
+      .Meta("collision_units", absl::StrCat(units));
+  return error.status();
+}
+
 }  // namespace
 
 absl::Status OccupancyLogic::PlanDelivery(const Principal& p, const v1::PlanDeliveryRequest& req,
@@ -270,8 +314,8 @@ absl::Status OccupancyLogic::ReserveDelivery(const Principal& p,
         }
         // One unit reservation per item, every one through the booking write path; the slot
         // index decides each. A collision does not stop the loop (the insert function leaves the
-        // transaction usable), so that the refusal names every colliding unit; any refusal
-        // rolls the whole transaction back: all or nothing.
+        // transaction usable), so that the refusal counts every colliding unit and names those
+        // of the first racks; any refusal rolls the whole transaction back: all or nothing.
         std::map<std::string, std::vector<SlotRef>> collisions;  // by rack
         std::vector<std::string> rack_order;
         for (int i = 0; i < out->plan().planned_size(); ++i) {
@@ -301,33 +345,7 @@ absl::Status OccupancyLogic::ReserveDelivery(const Principal& p,
           }
         }
         if (collisions.empty()) return absl::OkStatus();
-        // The first racks are named, units and all; the rest counted: a plan of 500 items can
-        // collide in hundreds of racks, and a refusal must fit a client's header limit without
-        // the last-resort shortening (docs/api.md). The caller plans again either way.
-        constexpr size_t kNamedRacks = 5;
-        std::vector<std::string> parts;
-        for (const std::string& rack : rack_order) {
-          if (parts.size() == kNamedRacks) break;
-          std::vector<SlotRef>& slots = collisions[rack];
-          std::sort(slots.begin(), slots.end());
-          parts.push_back(absl::StrCat(rack, ": ", DescribeSlots(slots)));
-        }
-        const size_t unnamed = rack_order.size() - parts.size();
-        const std::string named = absl::StrJoin(parts, "; ");
-        Error error(absl::StatusCode::kFailedPrecondition, v1::UNIT_OCCUPIED,
-                    absl::StrCat("booked since the plan, nothing reserved: ", named,
-                                 unnamed == 0 ? ""
-                                              : absl::StrCat("; and ", unnamed, " more rack",
-                                                             unnamed == 1 ? "" : "s")));
-        for (size_t r = 0; r < rack_order.size() - unnamed; ++r) {
-          for (const SlotRef& s : collisions[rack_order[r]]) {
-            v1::Slot* slot = error.detail().add_colliding_slots();
-            slot->set_side(s.side);
-            slot->set_unit(s.unit);
-          }
-        }
-        error.Meta("collisions", named).Meta("collision_racks", absl::StrCat(rack_order.size()));
-        return error.status();
+        return BookedSincePlan(rack_order, collisions);
       });
 }
 

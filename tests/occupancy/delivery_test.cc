@@ -228,34 +228,38 @@ TEST_CASE("a booking that lands between plan and reserve fails the whole deliver
   CHECK(s.Bookings() == before);
 }
 
-TEST_CASE("a delivery colliding in many racks names the first five and counts the rest") {
+TEST_CASE("a delivery colliding in many racks names the first units of three and counts the rest") {
   Site s;
   s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(1);
   OccupancyLogic logic(*pool);
-  // Eight racks, each with U3 front blocked after a plan put one item there (the items are
-  // written as a stale plan would carry them).
+  // Eight racks; in each, units the stale plan put an item on were blocked since: U3 front,
+  // and in the first rack U1-U10 front (ten units, one item).
   v1::ReserveDeliveryRequest reserve;
   for (int r = 0; r < 8; ++r) {
     testing::RackSpec spec;
     spec.name = "S" + std::to_string(r);
-    spec.unit_count = 6;
+    spec.unit_count = 12;
     const std::string rack = testing::CreateRack(s.db, s.org, s.site, spec);
+    const int first = r == 0 ? 1 : 3;
+    const int last = r == 0 ? 10 : 3;
     v1::PlannedDeliveryItem* item = reserve.mutable_planned()->add_items();
     item->set_item(r);
     item->set_name("srv " + std::to_string(r));
     item->set_rack_id(rack);
     item->set_rack_name(spec.name);
     item->set_side(v1::SIDE_FRONT);
-    item->set_unit(3);
-    v1::Slot* slot = item->add_slots();
-    slot->set_side(v1::SIDE_FRONT);
-    slot->set_unit(3);
+    item->set_unit(first);
+    for (int unit = first; unit <= last; ++unit) {
+      v1::Slot* slot = item->add_slots();
+      slot->set_side(v1::SIDE_FRONT);
+      slot->set_unit(unit);
+    }
     v1::BlockUnitsRequest block;
     block.set_rack_id(rack);
     block.set_side(v1::SIDE_FRONT);
-    block.set_first_unit(3);
-    block.set_last_unit(3);
+    block.set_first_unit(first);
+    block.set_last_unit(last);
     v1::Booking blocked;
     REQUIRE(logic.BlockUnits(s.op, block, &blocked).ok());
   }
@@ -265,10 +269,12 @@ TEST_CASE("a delivery colliding in many racks names the first five and counts th
   const v1::ErrorDetail d = DetailOf(st);
   CHECK(d.reason() == v1::UNIT_OCCUPIED);
   CHECK(d.metadata().at("collisions") ==
-        "S0: front U3; S1: front U3; S2: front U3; S3: front U3; S4: front U3");
+        "S0: front U1, front U2, front U3, front U4, front U5, front U6, front U7, front U8 and "
+        "2 more; S1: front U3; S2: front U3");
   CHECK(d.metadata().at("collision_racks") == "8");
-  CHECK(absl::EndsWith(st.message(), "S4: front U3; and 3 more racks"));
-  CHECK(d.colliding_slots_size() == 5);  // those of the named racks
+  CHECK(d.metadata().at("collision_units") == "17");
+  CHECK(absl::EndsWith(st.message(), "S2: front U3; and 5 more racks"));
+  CHECK(d.colliding_slots_size() == 10);  // those named
   CHECK(s.Bookings() == before);
 }
 

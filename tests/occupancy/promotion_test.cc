@@ -108,21 +108,29 @@ class OpenPromotion {
   OpenPromotion(DbPool& pool, const Site& s, const std::string& reservation_id,
                 const std::string& device, int unit)
       : thread_([this, &pool, &s, reservation_id, device, unit] {
-          result_ = pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Booking> {
-            absl::StatusOr<v1::Booking> b =
-                PromoteReservation(tx, s.op, reservation_id,
-                                   DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, device,
-                                                       v1::SIDE_FRONT, unit, ""));
-            promoted_ = true;
-            while (!commit_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            return b;
-          });
+          try {
+            result_ = pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<v1::Booking> {
+              absl::StatusOr<v1::Booking> b =
+                  PromoteReservation(tx, s.op, reservation_id,
+                                     DeviceFootprintSpec(v1::BOOKING_PLACEMENT, s.rack, device,
+                                                         v1::SIDE_FRONT, unit, ""));
+              promoted_ok_ = b.ok();
+              ran_ = true;
+              while (!commit_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+              return b;
+            });
+          } catch (const std::exception& e) {
+            result_ = absl::InternalError(e.what());
+          }
+          ran_ = true;
         }) {
-    while (!promoted_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!ran_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ~OpenPromotion() {
     if (thread_.joinable()) Commit();
   }
+  // Whether the promotion succeeded (its transaction still open until Commit()).
+  bool Promoted() const { return promoted_ok_; }
   // Lets the transaction commit; answers what the promotion answered.
   absl::StatusOr<v1::Booking> Commit() {
     commit_ = true;
@@ -131,7 +139,8 @@ class OpenPromotion {
   }
 
  private:
-  std::atomic<bool> promoted_{false};
+  std::atomic<bool> ran_{false};
+  std::atomic<bool> promoted_ok_{false};
   std::atomic<bool> commit_{false};
   absl::StatusOr<v1::Booking> result_ = absl::UnknownError("not run");
   std::thread thread_;  // the last member: started once the others exist
@@ -224,6 +233,7 @@ TEST_CASE("a release waiting for a whole promotion releases nothing once the pro
   const std::string device = s.Device(1, "half");
   const std::map<std::string, std::string> before = s.SlotRows();
   OpenPromotion promotion(*pool1, s, reservation.id(), device, 30);
+  REQUIRE(promotion.Promoted());
   // The promotion has run, not committed: the release reads a reservation (its checks are a
   // reservation's) and its update waits for the header's row lock.
   absl::Status released = absl::UnknownError("not run");
@@ -249,6 +259,42 @@ TEST_CASE("a release waiting for a whole promotion releases nothing once the pro
                     reservation.id() + "'") == "placement true");
 }
 
+TEST_CASE("a release waiting for a partial promotion answers only the units it released") {
+  Site s;
+  auto pool1 = s.db.MakePool(1);
+  auto pool2 = s.db.MakePool(1);
+  OccupancyLogic setup(*pool1);
+  OccupancyLogic releaser(*pool2);
+  const v1::Booking reservation = Reserve(setup, s, v1::SIDE_FRONT, false, 25, 26);
+  const std::string device = s.Device(1, "half");
+  OpenPromotion promotion(*pool1, s, reservation.id(), device, 25);  // U25 of U25..U26
+  REQUIRE(promotion.Promoted());
+  absl::Status released = absl::UnknownError("not run");
+  v1::Booking answer;
+  std::thread release([&] {
+    v1::ReleaseBookingRequest req;
+    req.set_booking_id(reservation.id());
+    req.set_expected_kind(v1::BOOKING_RESERVATION);
+    released = releaser.ReleaseBooking(s.op, req, &answer);
+  });
+  const bool waited = WaitForLockWaiter(s.db);
+  CHECK(waited);
+  const absl::StatusOr<v1::Booking> placement = promotion.Commit();
+  release.join();
+  REQUIRE(placement.ok());
+  REQUIRE(released.ok());
+  // The reservation kept U26 and released it; U25 is the placement's, active.
+  REQUIRE(answer.slots_size() == 1);
+  CHECK(answer.slots(0).unit() == 26);
+  const absl::StatusOr<v1::Booking> stored =
+      pool1->Transact([&](pqxx::work& tx) { return LoadBooking(tx, s.op, reservation.id()); });
+  REQUIRE(stored.ok());
+  CHECK(answer.DebugString() == stored->DebugString());
+  CHECK(s.db.Count("SELECT count(*) FROM booking_slots WHERE unit = 25 AND released_at IS NULL "
+                   "AND booking_id = '" +
+                   placement->id() + "'") == 1);
+}
+
 TEST_CASE("a reservation promoted as it lapses is not released by a writer that saw it lapsed") {
   // The promotion checks the deadline when it starts and holds the header's row lock; the
   // reservation lapses before it commits. A blocking of the same unit meanwhile reads the
@@ -258,16 +304,17 @@ TEST_CASE("a reservation promoted as it lapses is not released by a writer that 
   auto pool2 = s.db.MakePool(1);
   OccupancyLogic setup(*pool1);
   OccupancyLogic rival(*pool2);
+  const std::string device = s.Device(1, "half");
   v1::ReserveUnitsRequest reserve;
   reserve.set_rack_id(s.rack);
   reserve.set_side(v1::SIDE_FRONT);
   reserve.set_first_unit(40);
   reserve.set_last_unit(40);
-  reserve.set_ttl_seconds(1);
+  reserve.set_ttl_seconds(3);  // time for the promotion to begin before the deadline
   v1::Booking reservation;
   REQUIRE(setup.ReserveUnits(s.op, reserve, &reservation).ok());
-  const std::string device = s.Device(1, "half");
   OpenPromotion promotion(*pool1, s, reservation.id(), device, 40);
+  REQUIRE(promotion.Promoted());
   while (s.db.Count("SELECT count(*) FROM bookings WHERE expires_at > now()") > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -462,6 +509,7 @@ TEST_CASE("a write waiting on a unit being promoted loses to the placement when 
     const v1::Booking reservation = Reserve(setup, s, v1::SIDE_FRONT, false, unit, part ? 9 : 12);
     const std::string device = s.Device(1, "half");
     OpenPromotion promotion(*pool1, s, reservation.id(), device, unit);
+    REQUIRE(promotion.Promoted());
     // The promotion has run but not committed: a blocking through the write path is refused ...
     absl::Status rival_status;
     std::thread blocker([&] {
