@@ -23,11 +23,12 @@
 // of what the same clients would reach placing only; the share of every write call is printed
 // beside it.
 // Then the write calls' round trips with nothing in them (echo_insert.proto, round_trips),
-// alternating as the clients alternate: PlaceDevice's transaction is
-// BEGIN, the planner's read, dcl_insert_booking, COMMIT (4 round trips); ReleaseBooking's of a
-// placement BEGIN, the header, its slots, the device's row lock, its open move, the release,
-// COMMIT (7). Every write call against those says what the statements' own work costs; those
-// against the floor what the transactions' round trips cost.
+// taking turns one to one as the clients' even odds between place and release do on average:
+// PlaceDevice's transaction is BEGIN, the planner's read, dcl_insert_booking, COMMIT (4 round
+// trips); ReleaseBooking's of a placement BEGIN, the header, its slots, the device's row lock,
+// its open move, the release, COMMIT (7). A refused PlaceDevice has a round trip fewer or more,
+// so the match is close, not exact. Every write call against those says what the statements'
+// own work costs; those against the floor what the transactions' round trips cost.
 //
 // Run: DCL_BAZEL_OUTPUT_ROOT=/work/.bazel-me tests/bench/run_occupancy_bench [--seconds=N ...]
 // (a throwaway PostgreSQL, optimised build), or against any migrated database:
@@ -450,7 +451,7 @@ bool RunScenario(Server& server, const std::string& url, const std::string& name
                                             floor.run, floor.cpu, goals);
   std::printf("   every write call (place + release) / floor: calls/s %.3f\n",
               write_calls / elapsed / floor.run.calls_per_second());
-  // The same round trips as the write calls, alternating 4 and 7 as place and release do.
+  // The write calls' round trips, 4 and 7 taking turns as place and release do on average.
   bench::EchoShape shape;
   shape.run = "write calls' round trips, empty";
   shape.cycle = {bench::ROUND_TRIPS_PLACE_DEVICE, bench::ROUND_TRIPS_RELEASE_BOOKING};
