@@ -58,7 +58,7 @@ struct Site {
 };
 
 v1::Booking Reserve(OccupancyLogic& logic, const Site& s, v1::Side side, bool both, int first,
-                    int last) {
+                    int last, int64_t ttl_seconds = 0) {
   v1::ReserveUnitsRequest req;
   req.set_rack_id(s.rack);
   req.set_side(side);
@@ -66,6 +66,7 @@ v1::Booking Reserve(OccupancyLogic& logic, const Site& s, v1::Side side, bool bo
   req.set_first_unit(first);
   req.set_last_unit(last);
   req.set_reason("delivery on Tuesday");
+  req.set_ttl_seconds(ttl_seconds);  // 0: the service's default
   v1::Booking out;
   absl::Status st = logic.ReserveUnits(s.op, req, &out);
   REQUIRE(st.ok());
@@ -81,6 +82,16 @@ v1::PlaceDeviceRequest PlaceInto(const std::string& rack, const std::string& dev
   req.set_unit(unit);
   req.set_reservation_id(reservation_id);
   return req;
+}
+
+// A blocking of one front unit of the site's rack.
+v1::BlockUnitsRequest BlockFront(const Site& s, int unit) {
+  v1::BlockUnitsRequest block;
+  block.set_rack_id(s.rack);
+  block.set_side(v1::SIDE_FRONT);
+  block.set_first_unit(unit);
+  block.set_last_unit(unit);
+  return block;
 }
 
 v1::ErrorDetail DetailOf(const absl::Status& status) {
@@ -305,14 +316,8 @@ TEST_CASE("a reservation promoted as it lapses is not released by a writer that 
   OccupancyLogic setup(*pool1);
   OccupancyLogic rival(*pool2);
   const std::string device = s.Device(1, "half");
-  v1::ReserveUnitsRequest reserve;
-  reserve.set_rack_id(s.rack);
-  reserve.set_side(v1::SIDE_FRONT);
-  reserve.set_first_unit(40);
-  reserve.set_last_unit(40);
-  reserve.set_ttl_seconds(3);  // time for the promotion to begin before the deadline
-  v1::Booking reservation;
-  REQUIRE(setup.ReserveUnits(s.op, reserve, &reservation).ok());
+  // Three seconds: time for the promotion to begin before the deadline.
+  const v1::Booking reservation = Reserve(setup, s, v1::SIDE_FRONT, false, 40, 40, 3);
   OpenPromotion promotion(*pool1, s, reservation.id(), device, 40);
   REQUIRE(promotion.Promoted());
   while (s.db.Count("SELECT count(*) FROM bookings WHERE expires_at > now()") > 0) {
@@ -320,11 +325,7 @@ TEST_CASE("a reservation promoted as it lapses is not released by a writer that 
   }
   absl::Status blocked = absl::UnknownError("not run");
   std::thread blocker([&] {
-    v1::BlockUnitsRequest block;
-    block.set_rack_id(s.rack);
-    block.set_side(v1::SIDE_FRONT);
-    block.set_first_unit(40);
-    block.set_last_unit(40);
+    const v1::BlockUnitsRequest block = BlockFront(s, 40);
     v1::Booking b;
     blocked = rival.BlockUnits(s.op, block, &b);
   });
@@ -447,11 +448,7 @@ TEST_CASE("a device that does not fit its reservation is refused naming the unit
     CHECK(DetailOf(st).reason() == v1::HOLD_EXPIRED);
   }
   SECTION("a booking that is not a reservation is WRONG_STATE") {
-    v1::BlockUnitsRequest block;
-    block.set_rack_id(s.rack);
-    block.set_side(v1::SIDE_FRONT);
-    block.set_first_unit(30);
-    block.set_last_unit(30);
+    const v1::BlockUnitsRequest block = BlockFront(s, 30);
     v1::Booking blocking;
     REQUIRE(logic.BlockUnits(s.op, block, &blocking).ok());
     absl::Status st = logic.PlaceDevice(
@@ -513,11 +510,7 @@ TEST_CASE("a write waiting on a unit being promoted loses to the placement when 
     // The promotion has run but not committed: a blocking through the write path is refused ...
     absl::Status rival_status;
     std::thread blocker([&] {
-      v1::BlockUnitsRequest block;
-      block.set_rack_id(s.rack);
-      block.set_side(v1::SIDE_FRONT);
-      block.set_first_unit(unit);
-      block.set_last_unit(unit);
+      const v1::BlockUnitsRequest block = BlockFront(s, unit);
       v1::Booking b;
       // The planner reads the unit as reserved and refuses before writing; a direct insert below
       // reaches the index.
@@ -589,11 +582,7 @@ TEST_CASE("writers hammering reserved units during promotions never win one") {
     OccupancyLogic writer(*p);
     barrier.ArriveAndWait();
     for (int i = 0; !done || i < kUnits; ++i) {
-      v1::BlockUnitsRequest block;
-      block.set_rack_id(s.rack);
-      block.set_side(v1::SIDE_FRONT);
-      block.set_first_unit(1 + i % kUnits);
-      block.set_last_unit(1 + i % kUnits);
+      const v1::BlockUnitsRequest block = BlockFront(s, 1 + i % kUnits);
       v1::Booking b;
       absl::Status st = writer.BlockUnits(s.op, block, &b);
       ++path_attempts;
