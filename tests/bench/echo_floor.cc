@@ -96,6 +96,16 @@ LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channel
   return total;
 }
 
+void AnnouncePhase(const std::string& what, double seconds) {
+  std::printf("-- measuring: %s for %.1f s\n", what.c_str(), seconds);
+  std::fflush(stdout);
+}
+
+void AnnouncePhaseEnd(const std::string& what, long long calls, double seconds) {
+  std::printf("-- measured: %s: %lld calls in %.2f s\n", what.c_str(), calls, seconds);
+  std::fflush(stdout);
+}
+
 FloorRun MeasureEchoInsertFloor(const std::string& url,
                                 const std::vector<std::shared_ptr<grpc::Channel>>& channels,
                                 int clients, double seconds, const std::string& authorization,
@@ -104,7 +114,10 @@ FloorRun MeasureEchoInsertFloor(const std::string& url,
   RunEchoInsert(channels, clients, 0.5, authorization, shape);  // each connection prepares once
   FloorRun floor;
   const CpuSeconds before = ReadCpuSeconds(url);
+  AnnouncePhase(shape.run, seconds);
   floor.run = RunEchoInsert(channels, clients, seconds, authorization, shape);
+  AnnouncePhaseEnd(shape.run, static_cast<long long>(floor.run.latency_ms.size()),
+                   floor.run.seconds);
   const CpuSeconds after = ReadCpuSeconds(url);
   floor.cpu = MeasureServerCpuPerCall(before, after, floor.run.load_generator_cpu_seconds,
                                       static_cast<long long>(floor.run.latency_ms.size()));

@@ -51,6 +51,13 @@ LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channel
                       double seconds, const std::string& authorization,
                       const EchoShape& shape = {});
 
+// "-- measuring: <what> for <seconds> s" when a measured phase begins and "-- measured: <what>:
+// N calls in S s" when it ends, flushed at once: a profiler watching the benchmark's output
+// (tests/bench/profile_phases.py) records inside the phase it was asked for, and turns its samples
+// into milliseconds per call with the phase's own count.
+void AnnouncePhase(const std::string& what, double seconds);
+void AnnouncePhaseEnd(const std::string& what, long long calls, double seconds);
+
 // The floor as both benchmarks measure it: a warm-up of half a second, then `clients` calling
 // for `seconds`, with the server's and PostgreSQL's CPU per call (`url` names the cluster), and
 // its CSV row (run `shape.run`) under `benchmark` and `scenario` beside `ceiling`.

@@ -410,7 +410,9 @@ class Bench {
     Run(site, clients, 1.0, 0, prefix + "-warm", "", max_calls / 4);
     CancelHolds(site);
     before = ReadCpuSeconds(url_);
+    AnnouncePhase("Reserve", seconds);
     const Outcomes o = Run(site, clients, seconds, 0, prefix, "", max_calls);
+    AnnouncePhaseEnd("Reserve", static_cast<long long>(o.latency_ms.size()), o.seconds);
     after = ReadCpuSeconds(url_);
     Row(name, clients, machines, o);
     CeilingRow(clients, ceiling, o);

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Where a benchmark phase's CPU goes, per call: perf samples split by what the process was doing.
+
+Runs a benchmark command, passes its output through, and when the benchmark announces a measured
+phase ("-- measuring: <phase> for <s> s", tests/bench/echo_floor.h) that was asked for, records
+every CPU with perf (call graphs by DWARF unwinding) from one second after the start to one second
+before the end. When the benchmark has ended, each recording is split:
+
+  * PostgreSQL's processes by the first of these found in a sample's call chain: the commit's WAL
+    flush, the rest of the commit, a PL/pgSQL function, running a statement, starting one (bind,
+    plan cache, executor start), parsing, reading the next message (socket and wait), writing the
+    answer, anything else;
+  * the benchmark's process: the server's handler threads by library (gRPC and protobuf, libpq and
+    libpqxx, the log line, SHA-256, the service's own code, the C and C++ runtime, the kernel),
+    gRPC's own threads, and the load generator's threads apart;
+
+and printed as milliseconds of CPU per call, with the phase's call count the benchmark printed
+("-- measured: <phase>: N calls in S s"). The samples are few (a sampling rate that unwinding
+stacks can sustain): a line of under ~30 samples is noise, and the sample counts are printed.
+
+Usage: profile_phases.py --phase "write calls" --phase "echo-insert floor" -- BENCHMARK ARGS...
+Each phase is profiled at its first announcement only. Needs perf (Debian's linux-perf, installed
+when missing and run as root) and the right to sample every CPU (root, or
+kernel.perf_event_paranoid <= 0).
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+FREQUENCY = 120  # samples per second per CPU
+
+# First match in a sample's call chain (innermost frame first) decides its bucket; the order
+# puts the narrower bucket first (the WAL flush is inside the commit, a PL/pgSQL function inside
+# running a statement).
+POSTGRES_BUCKETS = [
+    ("commit: WAL flush", ["XLogFlush"]),
+    ("commit: the rest", ["CommitTransactionCommand", "CommitTransaction"]),
+    ("PL/pgSQL function", ["plpgsql_call_handler"]),
+    ("statement: run", ["PortalRun", "standard_ExecutorRun"]),
+    ("statement: start (bind, plan cache)",
+     ["exec_bind_message", "PortalStart", "standard_ExecutorStart", "GetCachedPlan"]),
+    ("statement: parse", ["exec_parse_message"]),
+    ("read the next message (socket, wait)",
+     ["pq_getbyte", "pq_getmessage", "secure_read", "WaitEventSetWait"]),
+    ("write the answer (socket)", ["secure_write", "pq_flush", "internal_flush"]),
+    ("begin", ["StartTransactionCommand"]),
+    ("end of statement", ["finish_xact_command", "PortalDrop"]),
+]
+
+SERVER_LIBRARIES = [
+    ("gRPC, protobuf, abseil", ["libgrpc", "libgpr", "libprotobuf", "libabsl", "libaddress_sorting",
+                                "libupb", "libre2", "libcares", "libssl", "libz"]),
+    ("libpq, libpqxx", ["libpq.so", "libpqxx"]),
+    ("the log line (spdlog, fmt)", ["libspdlog", "libfmt"]),
+    ("SHA-256 (token, request digest)", ["libcrypto"]),
+    ("C and C++ runtime", ["libc.so", "libstdc++", "libm.so", "ld-linux", "libgcc"]),
+    ("kernel", ["[kernel"]),
+]
+
+
+def parse_samples(data_path):
+    """Yields (comm, [(symbol, dso), ...] innermost first) for each sample of a perf.data file."""
+    out = subprocess.run(["perf", "script", "-i", data_path, "-F", "comm,tid,ip,sym,dso"],
+                         capture_output=True, text=True, check=True).stdout
+    comm, stack = None, []
+    frame = re.compile(r"^\s+[0-9a-f]+\s+(.*?)\s+\((.*)\)$")
+    for line in out.splitlines():
+        if not line.strip():
+            if comm is not None:
+                yield comm, stack
+            comm, stack = None, []
+            continue
+        if comm is None:
+            comm = line.split()[0]
+            continue
+        m = frame.match(line)
+        if m:
+            stack.append((m.group(1).split("+")[0], m.group(2)))
+    if comm is not None:
+        yield comm, stack
+
+
+def bucket_by_symbol(stack):
+    for name, symbols in POSTGRES_BUCKETS:
+        if any(sym in symbols for sym, _ in stack):
+            return name
+    return "other"
+
+
+def bucket_by_library(stack, binary_name):
+    if not stack:
+        return "other"
+    dso = os.path.basename(stack[0][1]) if not stack[0][1].startswith("[") else stack[0][1]
+    for name, prefixes in SERVER_LIBRARIES:
+        if any(dso.startswith(p) for p in prefixes):
+            return name
+    return "the service's own code" if dso == binary_name else "other"
+
+
+LOAD_GENERATOR = "(apart: the load generator's threads)"
+
+
+def split(data_path, binary_name):
+    binary_comm = binary_name[:15]  # the kernel keeps 15 characters of a thread's name
+    postgres = collections.Counter()
+    server = collections.Counter()
+    kernel = collections.Counter()
+    for comm, stack in parse_samples(data_path):
+        in_kernel = bool(stack) and stack[0][1].startswith("[kernel")
+        if comm == "postgres":
+            postgres[bucket_by_symbol(stack)] += 1
+            kernel["postgres"] += in_kernel
+        elif comm.startswith("grpcpp_sync_ser"):
+            server["handler threads: " + bucket_by_library(stack, binary_name)] += 1
+            kernel["server"] += in_kernel
+        elif comm == binary_comm:
+            server[LOAD_GENERATOR] += 1
+        elif comm.startswith(("grpc", "default-executo", "resolver-execut")):
+            server["gRPC's own threads"] += 1
+            kernel["server"] += in_kernel
+    return postgres, server, kernel
+
+
+def print_split(phase, calls_per_second, window, postgres, server, kernel):
+    calls = calls_per_second * window
+    ms = lambda n: n / FREQUENCY * 1000.0 / calls  # noqa: E731
+    print(f"\n== where the CPU goes: {phase}, {calls_per_second:.0f} calls/s, "
+          f"{window:.1f} s of samples at {FREQUENCY} Hz per CPU ==")
+    for title, counter, kernel_key in (("PostgreSQL", postgres, "postgres"),
+                                       ("the server", server, "server")):
+        total = sum(n for name, n in counter.items() if name != LOAD_GENERATOR)
+        print(f"{title}: {ms(total):.3f} ms per call ({total} samples)")
+        for name, n in counter.most_common():
+            print(f"   {name:44s} {ms(n):7.3f} ms  {n:5d}")
+        if kernel[kernel_key]:
+            print(f"   {'of which in the kernel':44s} {ms(kernel[kernel_key]):7.3f} ms")
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--phase", action="append", required=True,
+                    help="a phase the benchmark announces (repeat for several)")
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        ap.error("the benchmark command is missing (after --)")
+    if shutil.which("perf") is None:
+        if os.geteuid() != 0:
+            sys.exit("profile_phases: perf is missing; as root: apt-get install linux-perf")
+        subprocess.run(["apt-get", "install", "-y", "-q", "linux-perf"], check=True,
+                       stdout=subprocess.DEVNULL)
+    binary_name = os.path.basename(command[0])
+
+    work = tempfile.mkdtemp(prefix="dcl-profile.")
+    wanted = set(args.phase)
+    recordings = {}  # phase -> its perf.data
+    threads = []
+    measured = {}  # phase -> calls/s, first announcement
+
+    running = {}  # phase -> perf process, while it records
+    windows = {}  # phase -> seconds it recorded
+    stopped_at = {}  # phase -> when the benchmark said it ended, if perf was still recording
+
+    def record(phase, path, longest):
+        # From one second into the phase to one second before its announced end, or to its real
+        # end when it ends earlier (a phase that runs out of machines before its time).
+        time.sleep(1.0)
+        if phase in measured:
+            windows[phase] = 0.0  # over before a second had passed: nothing to sample
+            return
+        started = time.monotonic()
+        perf = subprocess.Popen(["perf", "record", "-a", "--call-graph", "dwarf,8192",
+                                 "-F", str(FREQUENCY), "-o", path, "--", "sleep", f"{longest:.2f}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        running[phase] = perf
+        perf.wait()
+        windows[phase] = min(longest, stopped_at.get(phase, time.monotonic()) - started)
+
+    # stdbuf: the benchmark's own lines are flushed, but its table rows may sit in a pipe's buffer.
+    bench = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, text=True)
+    starts = re.compile(r"^-- measuring: (.*) for ([\d.]+) s$")
+    ends = re.compile(r"^-- measured: (.*): (\d+) calls in ([\d.]+) s$")
+    for line in bench.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        m = starts.match(line.rstrip("\n"))
+        if m and m.group(1) in wanted and m.group(1) not in recordings:
+            window = float(m.group(2)) - 2.0
+            if window < 2.0:
+                sys.exit("profile_phases: phases under 4 s leave too little to sample; --seconds")
+            path = os.path.join(work, f"phase{len(recordings)}.data")
+            recordings[m.group(1)] = path
+            t = threading.Thread(target=record, args=(m.group(1), path, window))
+            t.start()
+            threads.append(t)
+        m = ends.match(line.rstrip("\n"))
+        if m and m.group(1) in recordings and m.group(1) not in measured:
+            measured[m.group(1)] = int(m.group(2)) / float(m.group(3))
+            if m.group(1) in running and running[m.group(1)].poll() is None:
+                stopped_at[m.group(1)] = time.monotonic()
+                running[m.group(1)].send_signal(signal.SIGINT)  # perf writes what it has
+    status = bench.wait()
+    for t in threads:
+        t.join()
+    missing = [p for p in args.phase if p not in measured]
+    if missing:
+        sys.exit(f"profile_phases: the benchmark never announced {missing}")
+    for phase in args.phase:
+        if windows[phase] < 1.0:
+            print(f"\n== {phase}: over too soon to sample (under a second of recording) ==")
+            continue
+        print_split(phase, measured[phase], windows[phase],
+                    *split(recordings[phase], binary_name))
+    shutil.rmtree(work)
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
