@@ -161,8 +161,9 @@ absl::StatusOr<LocationRow> Complete(pqxx::transaction_base& tx, const Principal
   // Release the old placement first: the device index allows one active placement per
   // device, and the promotion below makes the hold one. Both in this transaction, and the
   // destination's slot rows are never touched: it is never free.
-  // A source placement somebody already released (ReleaseBooking while the machine was
-  // on its way) has nothing left to release; the machine is at the destination all the same.
+  // ReleaseBooking refuses the source of an open move (MOVE_ALREADY_OPEN), so the source is
+  // active here unless a write outside the services released it; then there is nothing left
+  // to release, and the machine is at the destination all the same.
   absl::StatusOr<v1::Booking> source = occupancy::LoadBooking(tx, p, m.source_booking_id);
   if (!source.ok()) return source.status();
   if (!source->has_released_at()) {
