@@ -65,7 +65,8 @@ LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channel
     start();
     const double cpu_start = ThisThreadCpuSeconds();
     const auto until = Clock::now() + std::chrono::duration<double>(seconds);
-    for (int i = 0; Clock::now() < until; ++i) {
+    for (int i = 0; shape.calls_per_client > 0 ? i < shape.calls_per_client : Clock::now() < until;
+         ++i) {
       EchoInsertRequest request;
       request.set_payload(absl::StrCat("floor-", c, "-", i));
       request.set_round_trips(shape.cycle[i % shape.cycle.size()]);

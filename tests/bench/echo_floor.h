@@ -42,6 +42,7 @@ std::vector<std::shared_ptr<grpc::Channel>> DistinctChannels(int port, int count
 struct EchoShape {
   std::string run = "echo-insert floor";
   std::vector<RoundTrips> cycle = {ROUND_TRIPS_FLOOR};
+  int calls_per_client = 0;  // > 0: that many calls each, all released together; `seconds` unused
 };
 
 // `clients` threads, each with its own stub on channels[client % size], call
