@@ -38,9 +38,10 @@ import time
 
 FREQUENCY = 120  # samples per second per CPU
 
-# First match in a sample's call chain (innermost frame first) decides its bucket; the order
-# puts the narrower bucket first (the WAL flush is inside the commit, a PL/pgSQL function inside
-# running a statement).
+# A sample goes to the first bucket, in this order, with one of its functions anywhere in the
+# sample's call chain; the narrower bucket comes first (the WAL flush is inside the commit, a
+# PL/pgSQL function inside running a statement). A flush forced by evicting a dirty page inside a
+# statement also counts as the commit's: rare at these table sizes.
 POSTGRES_BUCKETS = [
     ("commit: WAL flush", ["XLogFlush"]),
     ("commit: the rest", ["CommitTransactionCommand", "CommitTransaction"]),
