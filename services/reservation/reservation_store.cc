@@ -2,17 +2,18 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "services/common/call_deadline.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
+#include "services/reservation/flat_json.h"
 
 namespace dcl::reservation {
 
@@ -174,32 +175,40 @@ namespace {
 // (measured: tests/bench, anatomy).
 ExclusionSummary SummaryFromJson(const std::string& json, const Criteria& criteria,
                                  int max_listed) {
-  google::protobuf::ListValue combinations;
-  if (!google::protobuf::util::JsonStringToMessage(json, &combinations).ok()) {
+  const std::optional<std::vector<FlatJsonObject>> combinations = ParseFlatJsonObjects(json);
+  if (!combinations) {
     throw std::logic_error("dcl_reserve_call answered exclusions that are not a JSON array");
   }
-  using google::protobuf::Value;
   ExclusionSummary summary;
-  for (const Value& element : combinations.values()) {
-    const auto& fields = element.struct_value().fields();
-    auto field = [&](const char* name) -> const Value& {
+  for (const FlatJsonObject& fields : *combinations) {
+    // A field as protobuf's Value reads it: the wrong kind or a missing field reads as empty.
+    auto field = [&](const char* name, FlatJsonValue::Kind kind) -> const FlatJsonValue& {
+      static const FlatJsonValue* const kEmpty = new FlatJsonValue;
       const auto it = fields.find(name);
-      return it == fields.end() ? Value::default_instance() : it->second;
+      return it == fields.end() || it->second.kind != kind ? *kEmpty : it->second;
     };
-    if (field("at_asked_site").kind_case() != Value::kBoolValue) continue;
+    auto text = [&](const char* name) -> const std::string& {
+      return field(name, FlatJsonValue::Kind::kString).text;
+    };
+    auto flag = [&](const char* name) { return field(name, FlatJsonValue::Kind::kBool).boolean; };
+    const auto at_asked_site_field = fields.find("at_asked_site");
+    if (at_asked_site_field == fields.end() ||
+        at_asked_site_field->second.kind != FlatJsonValue::Kind::kBool) {
+      continue;
+    }
     DeviceFacts facts;
-    const bool at_asked_site = field("at_asked_site").bool_value();
+    const bool at_asked_site = at_asked_site_field->second.boolean;
     // The other sites' combination carries no facts but "not this site": Classify checks the
     // site first, so that alone makes each of them wrong_site.
     facts.site_id = at_asked_site ? criteria.site_id : std::string();
-    facts.vendor = field("vendor").string_value();
-    facts.model = field("model").string_value();
-    facts.hardware_profile = field("hardware_profile").string_value();
-    facts.process_state = field("process_state").string_value();
-    facts.bound = field("bound").bool_value();
-    facts.held = field("held").bool_value();
-    facts.decommissioned = field("decommissioned").bool_value();
-    const int count = static_cast<int>(field("devices").number_value());
+    facts.vendor = text("vendor");
+    facts.model = text("model");
+    facts.hardware_profile = text("hardware_profile");
+    facts.process_state = text("process_state");
+    facts.bound = flag("bound");
+    facts.held = flag("held");
+    facts.decommissioned = flag("decommissioned");
+    const int count = static_cast<int>(field("devices", FlatJsonValue::Kind::kNumber).number);
     const Exclusion exclusion = Classify(criteria, facts);
     summary.counts[static_cast<size_t>(exclusion)] += count;
     if (exclusion == Exclusion::kEligible) {
@@ -208,8 +217,7 @@ ExclusionSummary SummaryFromJson(const std::string& json, const Criteria& criter
     }
     // Devices at other sites are counted, not listed: they say nothing about this site.
     if (exclusion == Exclusion::kWrongSite) continue;
-    for (absl::string_view id :
-         absl::StrSplit(field("first_ids").string_value(), ',', absl::SkipEmpty())) {
+    for (absl::string_view id : absl::StrSplit(text("first_ids"), ',', absl::SkipEmpty())) {
       if (static_cast<int>(summary.listed.size()) >= max_listed) break;
       summary.listed.emplace_back(std::string(id), exclusion);
     }
