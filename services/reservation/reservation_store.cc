@@ -181,26 +181,26 @@ ExclusionSummary SummaryFromJson(const std::string& json, const Criteria& criter
   }
   ExclusionSummary summary;
   for (const FlatJsonObject& fields : *combinations) {
-    // A field as protobuf's Value reads it: the wrong kind or a missing field reads as empty.
-    auto field = [&](const char* name, FlatJsonValue::Kind kind) -> const FlatJsonValue& {
-      static const FlatJsonValue* const kEmpty = new FlatJsonValue;
+    // A field of the given kind, or null when it is missing or of another kind (which protobuf's
+    // Value, read before, treated as empty).
+    auto find = [&](const char* name, FlatJsonValue::Kind kind) -> const FlatJsonValue* {
       const auto it = fields.find(name);
-      return it == fields.end() || it->second.kind != kind ? *kEmpty : it->second;
+      return it != fields.end() && it->second.kind == kind ? &it->second : nullptr;
     };
-    auto text = [&](const char* name) -> const std::string& {
-      return field(name, FlatJsonValue::Kind::kString).text;
+    auto text = [&](const char* name) {
+      const FlatJsonValue* value = find(name, FlatJsonValue::Kind::kString);
+      return value != nullptr ? value->text : std::string();
     };
-    auto flag = [&](const char* name) { return field(name, FlatJsonValue::Kind::kBool).boolean; };
-    const auto at_asked_site_field = fields.find("at_asked_site");
-    if (at_asked_site_field == fields.end() ||
-        at_asked_site_field->second.kind != FlatJsonValue::Kind::kBool) {
-      continue;
-    }
+    auto flag = [&](const char* name) {
+      const FlatJsonValue* value = find(name, FlatJsonValue::Kind::kBool);
+      return value != nullptr && value->boolean;
+    };
+    const FlatJsonValue* at_asked_site = find("at_asked_site", FlatJsonValue::Kind::kBool);
+    if (at_asked_site == nullptr) continue;
     DeviceFacts facts;
-    const bool at_asked_site = at_asked_site_field->second.boolean;
     // The other sites' combination carries no facts but "not this site": Classify checks the
     // site first, so that alone makes each of them wrong_site.
-    facts.site_id = at_asked_site ? criteria.site_id : std::string();
+    facts.site_id = at_asked_site->boolean ? criteria.site_id : std::string();
     facts.vendor = text("vendor");
     facts.model = text("model");
     facts.hardware_profile = text("hardware_profile");
@@ -208,7 +208,8 @@ ExclusionSummary SummaryFromJson(const std::string& json, const Criteria& criter
     facts.bound = flag("bound");
     facts.held = flag("held");
     facts.decommissioned = flag("decommissioned");
-    const int count = static_cast<int>(field("devices", FlatJsonValue::Kind::kNumber).number);
+    const FlatJsonValue* devices = find("devices", FlatJsonValue::Kind::kNumber);
+    const int count = devices != nullptr ? static_cast<int>(devices->number) : 0;
     const Exclusion exclusion = Classify(criteria, facts);
     summary.counts[static_cast<size_t>(exclusion)] += count;
     if (exclusion == Exclusion::kEligible) {
