@@ -127,6 +127,20 @@ ServerCpuPerCall MeasureServerCpuPerCall(const CpuSeconds& before, const CpuSeco
   return cpu;
 }
 
+void ServerCpuOverRuns::Add(const CpuSeconds& before, const CpuSeconds& after,
+                            double load_generator_seconds, long long calls) {
+  spent_.process += after.process - before.process;
+  spent_.database += after.database - before.database;
+  spent_.database_measured =
+      spent_.database_measured && before.database_measured && after.database_measured;
+  load_generator_seconds_ += load_generator_seconds;
+  calls_ += calls;
+}
+
+ServerCpuPerCall ServerCpuOverRuns::PerCall() const {
+  return MeasureServerCpuPerCall(CpuSeconds{0, 0, true}, spent_, load_generator_seconds_, calls_);
+}
+
 void PrintServerCpuPerCall(const ServerCpuPerCall& cpu) {
   if (cpu.database_ms < 0) {
     std::printf(

@@ -56,6 +56,20 @@ ServerCpuPerCall MeasureServerCpuPerCall(const CpuSeconds& before, const CpuSeco
 // "CPU per call, load generator apart: server X ms + PostgreSQL Y ms = Z ms (load generator W ms)".
 void PrintServerCpuPerCall(const ServerCpuPerCall& cpu);
 
+// The same over several measured stretches of one kind of call (bursts, or turns taken with
+// another kind): each stretch's readings added, then per call as MeasureServerCpuPerCall.
+class ServerCpuOverRuns {
+ public:
+  void Add(const CpuSeconds& before, const CpuSeconds& after, double load_generator_seconds,
+           long long calls);
+  ServerCpuPerCall PerCall() const;
+
+ private:
+  CpuSeconds spent_{0, 0, true};
+  double load_generator_seconds_ = 0;
+  long long calls_ = 0;
+};
+
 }  // namespace dcl::bench
 
 #endif  // DCL_TESTS_BENCH_CPU_METER_H_

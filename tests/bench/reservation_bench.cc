@@ -323,20 +323,16 @@ class Bench {
                              int clients, int bursts, const std::string& prefix) {
     struct Tally {
       std::vector<double> per_second;
-      double calls = 0, server_s = 0, database_s = 0;
-      void Add(double n, double run_seconds, const CpuSeconds& before, const CpuSeconds& after,
+      ServerCpuOverRuns cpu;
+      void Add(size_t calls, double run_seconds, const CpuSeconds& before, const CpuSeconds& after,
                double load_generator) {
-        per_second.push_back(run_seconds > 0 ? n / run_seconds : 0);
-        calls += n;
-        server_s += after.process - before.process - load_generator;
-        database_s += after.database - before.database;
+        per_second.push_back(run_seconds > 0 ? calls / run_seconds : 0);
+        cpu.Add(before, after, load_generator, static_cast<long long>(calls));
       }
       double median() const { return Percentile(per_second, 0.5); }
-      double server_ms() const { return server_s * 1000 / std::max(1.0, calls); }
-      double database_ms() const { return database_s * 1000 / std::max(1.0, calls); }
-      double cpu_ms() const { return server_ms() + database_ms(); }
     };
-    Tally decisions, floor, with_spawn;
+    Tally decisions, floor;
+    std::vector<double> with_spawn_per_second;  // the same decisions, the spawn counted
     Outcomes all;
     int64_t violations = 0;
     // A first burst, not counted: a connection compiles the refusal's statements the first time
@@ -351,7 +347,7 @@ class Bench {
       const double spawned = std::chrono::duration<double>(Clock::now() - t0).count();
       CpuSeconds after = ReadCpuSeconds(url_);
       decisions.Add(o.latency_ms.size(), o.seconds, before, after, o.load_generator_cpu_seconds);
-      with_spawn.per_second.push_back(o.latency_ms.size() / spawned);
+      with_spawn_per_second.push_back(o.latency_ms.size() / spawned);
       Row(absl::StrCat(name, ", burst ", burst + 1), clients, machines, o);
       if (o.held != machines || o.other != 0) {
         std::printf("UNEXPECTED: %d holds, %d errors\n", o.held, o.other);
@@ -372,19 +368,21 @@ class Bench {
         "   median of %d bursts, from the common start: %.0f decisions/s (%.0f "
         "counting the threads' spawn); the floor's burst (as many clients, one echo INSERT "
         "each): %.0f calls/s; decisions / floor %.3f\n",
-        bursts, decisions.median(), with_spawn.median(), floor.median(), ratio);
+        bursts, decisions.median(), Percentile(with_spawn_per_second, 0.5), floor.median(), ratio);
     const bool met = decisions.median() >= 1000;
     if (!met) ++missed_goals_;
     std::printf("   %d on %d: %.0f decisions/s (goal >= 1,000: %s)\n", clients, machines,
                 decisions.median(), met ? "met" : "MISSED");
     // The CPU is read from before the threads are spawned to after they are joined: both
     // figures carry a burst's own cost (threads, stubs, first calls), alike.
+    const ServerCpuPerCall decision_cpu = decisions.cpu.PerCall();
+    const ServerCpuPerCall floor_cpu = floor.cpu.PerCall();
     std::printf(
         "   CPU per call, server + PostgreSQL, the bursts' thread spawn included: decision %.3f "
         "+ %.3f = %.3f ms, floor %.3f + %.3f = %.3f ms (%.2fx)\n",
-        decisions.server_ms(), decisions.database_ms(), decisions.cpu_ms(), floor.server_ms(),
-        floor.database_ms(), floor.cpu_ms(),
-        floor.cpu_ms() > 0 ? decisions.cpu_ms() / floor.cpu_ms() : 0);
+        decision_cpu.server_ms, decision_cpu.database_ms, decision_cpu.total_ms(),
+        floor_cpu.server_ms, floor_cpu.database_ms, floor_cpu.total_ms(),
+        floor_cpu.total_ms() > 0 ? decision_cpu.total_ms() / floor_cpu.total_ms() : 0);
     return violations;
   }
 
@@ -554,8 +552,8 @@ class Bench {
     if (clients == 1 && one_client_.reserve_p50_ms < 0) {
       one_client_.reserve_p50_ms = Percentile(o.latency_ms, 0.5);
       one_client_.floor_p50_ms = Percentile(floor.run.latency_ms, 0.5);
-      one_client_.cpu_measured = reserve_cpu.total_ms() >= 0 && floor.cpu.total_ms() >= 0;
-      one_client_.cpu_beyond_floor_ms = reserve_cpu.total_ms() - floor.cpu.total_ms();
+      one_client_.reserve_cpu_ms = reserve_cpu.total_ms();
+      one_client_.floor_cpu_ms = floor.cpu.total_ms();
     }
     if (floor.run.failed > 0) ++violations;
     before = ReadCpuSeconds(url_);
@@ -923,21 +921,20 @@ class Bench {
     }
     struct Tally {
       LoadRun run;
-      double server_s = 0, database_s = 0;
+      ServerCpuOverRuns cpu;
       void Add(const LoadRun& r, const CpuSeconds& before, const CpuSeconds& after) {
         run.latency_ms.insert(run.latency_ms.end(), r.latency_ms.begin(), r.latency_ms.end());
         run.seconds += r.seconds;
         run.failed += r.failed;
-        server_s += after.process - before.process - r.load_generator_cpu_seconds;
-        database_s += after.database - before.database;
+        cpu.Add(before, after, r.load_generator_cpu_seconds,
+                static_cast<long long>(r.latency_ms.size()));
       }
       void Print(const char* name) const {
-        const double calls = std::max<double>(1, run.latency_ms.size());
+        const ServerCpuPerCall per_call = cpu.PerCall();
         std::printf("%-34s %9.1f %8.2f %8.2f   %.3f + %.3f = %.3f ms  failed %lld\n", name,
                     run.calls_per_second(), Percentile(run.latency_ms, 0.5),
-                    Percentile(run.latency_ms, 0.99), server_s * 1000 / calls,
-                    database_s * 1000 / calls, (server_s + database_s) * 1000 / calls,
-                    run.failed);
+                    Percentile(run.latency_ms, 0.99), per_call.server_ms, per_call.database_ms,
+                    per_call.total_ms(), run.failed);
       }
     };
     Tally reserve[2], floor[2];  // [0] with the cache, [1] without
@@ -1053,12 +1050,12 @@ class Bench {
                 one_client_.reserve_p50_ms, met ? "met" : "MISSED");
     // One client waits for every part of its call: the p50 is about the floor's plus the CPU
     // a Reserve costs beyond the floor's call.
-    if (one_client_.cpu_measured) {
+    if (one_client_.reserve_cpu_ms >= 0 && one_client_.floor_cpu_ms >= 0) {
+      const double beyond = one_client_.reserve_cpu_ms - one_client_.floor_cpu_ms;
       std::printf(
           "   the floor's p50 %.2f ms + Reserve's CPU per call beyond the floor's %.3f ms "
           "(server + PostgreSQL, the same run) = %.2f ms\n",
-          one_client_.floor_p50_ms, one_client_.cpu_beyond_floor_ms,
-          one_client_.floor_p50_ms + one_client_.cpu_beyond_floor_ms);
+          one_client_.floor_p50_ms, beyond, one_client_.floor_p50_ms + beyond);
     }
     if (one_client_.decision_beyond_insert_ms < 0) return;
     const double least = one_client_.floor_p50_ms + one_client_.decision_beyond_insert_ms +
@@ -1093,8 +1090,8 @@ class Bench {
   int missed_goals_ = 0;  // the goals printed (32 clients, one client, 256 on 10) not met
   struct {
     double reserve_p50_ms = -1, floor_p50_ms = -1;  // the first 1-client throughput run's
-    double cpu_beyond_floor_ms = 0;                 // its server + PostgreSQL CPU per call
-    bool cpu_measured = false;                      // (not when the cluster is elsewhere)
+    double reserve_cpu_ms = -1, floor_cpu_ms = -1;  // server + PostgreSQL per call; -1: not
+                                                    // measured (the cluster is elsewhere)
     double decision_beyond_insert_ms = -1;          // the anatomy's: the SQL
     double round_trip_beyond_floor_ms = -1;         // and the statement's round trip
   } one_client_;
