@@ -236,13 +236,83 @@ std::string CandidateStatement(const TestDatabase& db) {
   const std::vector<std::string> found = testing::FunctionStatements(
       db, "dcl_reserve", R"(SELECT d\.id, d\.site_id, d\.vendor[\s\S]*?SKIP LOCKED)",
       {{" INTO v_device", ""},
-       {"v_batch", "$1::uuid[]"},
-       {"p_site", "$2::uuid"},
-       {"p_org", "$3::uuid"},
-       {"p_vendor", "$4::text"},
-       {"p_model", "$5::text"},
-       {"p_profile", "$6::text"}});
+       {"v_first", "$1::uuid"},
+       {"v_last", "$2::uuid"},
+       {"p_site", "$3::uuid"},
+       {"p_org", "$4::uuid"},
+       {"p_vendor", "$5::text"},
+       {"p_model", "$6::text"},
+       {"p_profile", "$7::text"}});
   return found.empty() ? "" : found[0];
+}
+constexpr char kCandidateTypes[] = "uuid, uuid, uuid, uuid, text, text, text";
+
+// Migration 0037. The candidate step reads the batch as its range on (site_id, id), in the
+// walk's order, and stops at the first device it can lock: a hold costs the probes of the
+// devices before it, not the whole batch's and a sort (before: `d.id = ANY (v_batch)`, every
+// row of the batch fetched and probed, then sorted). With statistics that are stale or skewed
+// and in both plan modes, as the walk's test above.
+TEST_CASE("the candidate step tries the batch in walk order and stops at the first it can hold") {
+  TestDatabase db;
+  const std::string big_org = testing::CreateOrg(db, "big");
+  const std::string big_site = testing::CreateSite(db, big_org, "B1");
+  const std::string org = testing::CreateOrg(db, "acme");
+  const std::string new_site = testing::CreateSite(db, org, "N1");
+  auto seed = [&](const std::string& o, const std::string& s, int n) {
+    db.Exec(absl::StrCat(
+        "INSERT INTO devices (org_id, site_id, vendor, model, height_units, "
+        "depth_class) SELECT '",
+        o, "', '", s, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ", n, ")"));
+  };
+  // Skewed and stale: the statistics know one site only; the new site arrives after ANALYZE.
+  seed(big_org, big_site, 20000);
+  db.Exec("ANALYZE");
+  seed(org, new_site, 3000);
+  const std::string statement = CandidateStatement(db);
+  REQUIRE(!statement.empty());
+
+  auto conn = db.Connect();
+  for (const std::string& site : {new_site, big_site}) {
+    const std::string site_org = site == new_site ? org : big_org;
+    // A batch as the walk reads it: the site's 16 ids after a walk start, the first three held.
+    const std::string batch =
+        absl::StrCat("SELECT id FROM devices WHERE site_id = '", site,
+                     "' AND id > '80000000-0000-0000-0000-000000000000' ORDER BY id LIMIT 16");
+    auto nth = [&](int offset) {
+      return db.Scalar(
+          absl::StrCat("SELECT id FROM (", batch, ") b ORDER BY id OFFSET ", offset, " LIMIT 1"));
+    };
+    const std::string first = nth(0), fourth = nth(3), last = nth(15);
+    db.Exec(absl::StrCat(
+        "INSERT INTO reservations (org_id, idempotency_key, device_id, criteria_site_id, "
+        "selection_reason, expires_at) SELECT org_id, 'k-' || id, id, site_id, '{}', "
+        "now() + interval '15 minutes' FROM devices WHERE id IN (SELECT id FROM (",
+        batch, ") b ORDER BY id LIMIT 3)"));
+    for (const char* mode : {"force_custom_plan", "force_generic_plan"}) {
+      pqxx::work tx(*conn);
+      tx.exec(absl::StrCat("SET LOCAL plan_cache_mode = ", mode));
+      tx.exec("SET LOCAL enable_seqscan = off");  // as dcl_reserve runs it (migration 0031)
+      tx.exec("DEALLOCATE ALL");
+      tx.exec(absl::StrCat("PREPARE candidate(", kCandidateTypes, ") AS ", statement));
+      const std::string execute = absl::StrCat("EXECUTE candidate('", first, "', '", last, "', '",
+                                               site, "', '", site_org, "', '', '', '')");
+      std::string plan;
+      for (const auto& row :
+           tx.exec("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + execute)) {
+        plan += row[0].as<std::string>() + "\n";
+      }
+      INFO(mode << " in site " << site << "\n" << statement << "\n" << plan);
+      CHECK(plan.find("Sort") == std::string::npos);
+      CHECK(plan.find("Bitmap") == std::string::npos);
+      // The index node yields the one row locked, after filtering out the three held before it.
+      CHECK(std::regex_search(
+          plan, std::regex(R"(Index Scan using devices_site_id_order_idx[^\n]*rows=1 )")));
+      CHECK(plan.find("Rows Removed by Filter: 3") != std::string::npos);
+      // And it is the fourth device of the batch.
+      CHECK(tx.exec1(execute)[0].as<std::string>() == fourth);
+      tx.abort();
+    }
+  }
 }
 
 // "Is this device held?" reads the arbiter's index by device. The function plans its
@@ -266,9 +336,9 @@ TEST_CASE("the candidate step probes holds by device whatever the statistics say
   db.Exec("ANALYZE");  // reservations is empty by its statistics from here on
   const std::string statement = CandidateStatement(db);
   REQUIRE(!statement.empty());
-  const std::string batch = db.Scalar(
-      "SELECT array_agg(id ORDER BY id)::text FROM (SELECT id FROM devices ORDER BY id DESC "
-      "LIMIT 16) d");
+  // The batch: the site's last 16 devices.
+  const std::string first = db.Scalar("SELECT id FROM devices ORDER BY id DESC OFFSET 15 LIMIT 1");
+  const std::string last = db.Scalar("SELECT id FROM devices ORDER BY id DESC LIMIT 1");
 
   auto conn = db.Connect();
   int held = 0;
@@ -284,10 +354,10 @@ TEST_CASE("the candidate step probes holds by device whatever the statistics say
     pqxx::work tx(*conn);
     tx.exec("SET LOCAL plan_cache_mode = force_generic_plan");
     tx.exec("DEALLOCATE ALL");
-    tx.exec(absl::StrCat("PREPARE candidate(uuid[], uuid, uuid, text, text, text) AS ", statement));
+    tx.exec(absl::StrCat("PREPARE candidate(", kCandidateTypes, ") AS ", statement));
     std::string plan;
-    for (const auto& row : tx.exec(absl::StrCat("EXPLAIN EXECUTE candidate('", batch, "', '", site,
-                                                "', '", org, "', '', '', '')"))) {
+    for (const auto& row : tx.exec(absl::StrCat("EXPLAIN EXECUTE candidate('", first, "', '", last,
+                                                "', '", site, "', '", org, "', '', '', '')"))) {
       plan += row[0].as<std::string>() + "\n";
     }
     INFO(held << " held, statistics from before the first\n" << statement << "\n" << plan);
