@@ -178,6 +178,28 @@ TEST_CASE(
   CHECK(eligible == 8);
 }
 
+// `n` devices of one kind at `site` of `org`.
+void SeedDevices(const TestDatabase& db, const std::string& org, const std::string& site, int n) {
+  db.Exec(absl::StrCat(
+      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) SELECT '",
+      org, "', '", site, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ", n, ")"));
+}
+
+// Skewed and stale statistics: a site of 20,000 in one organization, then `analyze`, then a site
+// of 3,000 in another that the statistics do not know (a customer's first import).
+struct SkewedSites {
+  SkewedSites(const TestDatabase& db, const std::string& analyze)
+      : big_org(testing::CreateOrg(db, "big")),
+        big_site(testing::CreateSite(db, big_org, "B1")),
+        new_org(testing::CreateOrg(db, "acme")),
+        new_site(testing::CreateSite(db, new_org, "N1")) {
+    SeedDevices(db, big_org, big_site, 20000);
+    db.Exec(analyze);
+    SeedDevices(db, new_org, new_site, 3000);
+  }
+  const std::string big_org, big_site, new_org, new_site;
+};
+
 // The walk's statements as installed, parameters in place of the function's variables.
 std::vector<std::string> WalkStatements(const TestDatabase& db) {
   return testing::FunctionStatements(
@@ -188,20 +210,9 @@ std::vector<std::string> WalkStatements(const TestDatabase& db) {
 
 TEST_CASE("the walk's statement is an ordered walk of (site_id, id) whatever the statistics say") {
   TestDatabase db;
-  const std::string big_org = testing::CreateOrg(db, "big");
-  const std::string big_site = testing::CreateSite(db, big_org, "B1");
-  const std::string org = testing::CreateOrg(db, "acme");
-  const std::string new_site = testing::CreateSite(db, org, "N1");
-  auto seed = [&](const std::string& o, const std::string& s, int n) {
-    db.Exec(absl::StrCat(
-        "INSERT INTO devices (org_id, site_id, vendor, model, height_units, "
-        "depth_class) SELECT '",
-        o, "', '", s, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ", n, ")"));
-  };
-  // Skewed and stale: the statistics know one site only; the new site arrives after ANALYZE.
-  seed(big_org, big_site, 20000);
-  db.Exec("ANALYZE devices");
-  seed(org, new_site, 3000);
+  const SkewedSites sites(db, "ANALYZE devices");
+  const std::string& big_site = sites.big_site;
+  const std::string& new_site = sites.new_site;
 
   const std::vector<std::string> statements = WalkStatements(db);
   REQUIRE(statements.size() == 2);
@@ -284,26 +295,13 @@ std::string CandidatePlan(pqxx::connection& conn, const std::string& statement, 
 // walk's test above.
 TEST_CASE("the candidate step tries the batch in walk order and stops at the first it can hold") {
   TestDatabase db;
-  const std::string big_org = testing::CreateOrg(db, "big");
-  const std::string big_site = testing::CreateSite(db, big_org, "B1");
-  const std::string org = testing::CreateOrg(db, "acme");
-  const std::string new_site = testing::CreateSite(db, org, "N1");
-  auto seed = [&](const std::string& o, const std::string& s, int n) {
-    db.Exec(absl::StrCat(
-        "INSERT INTO devices (org_id, site_id, vendor, model, height_units, "
-        "depth_class) SELECT '",
-        o, "', '", s, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, ", n, ")"));
-  };
-  // Skewed and stale: the statistics know one site only; the new site arrives after ANALYZE.
-  seed(big_org, big_site, 20000);
-  db.Exec("ANALYZE");
-  seed(org, new_site, 3000);
+  const SkewedSites sites(db, "ANALYZE");  // reservations too: empty by its statistics
   const std::string statement = CandidateStatement(db);
   REQUIRE(!statement.empty());
 
   auto conn = db.Connect();
-  for (const std::string& site : {new_site, big_site}) {
-    const std::string site_org = site == new_site ? org : big_org;
+  for (const std::string& site : {sites.new_site, sites.big_site}) {
+    const std::string& site_org = site == sites.new_site ? sites.new_org : sites.big_org;
     // A batch as the walk reads it: the site's 16 ids after a walk start, the first three held.
     const std::string batch =
         absl::StrCat("SELECT id FROM devices WHERE site_id = '", site,
@@ -345,9 +343,7 @@ TEST_CASE("the candidate step reads only its batch wherever the batch lies in th
   TestDatabase db;
   const std::string org = testing::CreateOrg(db, "acme");
   const std::string site = testing::CreateSite(db, org, "S1");
-  db.Exec(absl::StrCat(
-      "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class) SELECT '",
-      org, "', '", site, "', 'Dell', 'R650', 1, 'full' FROM generate_series(1, 20000)"));
+  SeedDevices(db, org, site, 20000);
   db.Exec("ANALYZE");
   const std::string statement = CandidateStatement(db);
   REQUIRE(!statement.empty());
