@@ -97,8 +97,9 @@ LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channel
   return total;
 }
 
-void AnnouncePhase(const std::string& what, double seconds) {
-  std::printf("-- measuring: %s for %.1f s\n", what.c_str(), seconds);
+void AnnouncePhase(const std::string& what, double seconds, int clients) {
+  std::printf("-- measuring: %s for %.1f s at %d client%s\n", what.c_str(), seconds, clients,
+              clients == 1 ? "" : "s");
   std::fflush(stdout);
 }
 
@@ -115,7 +116,7 @@ FloorRun MeasureEchoInsertFloor(const std::string& url,
   RunEchoInsert(channels, clients, 0.5, authorization, shape);  // each connection prepares once
   FloorRun floor;
   const CpuSeconds before = ReadCpuSeconds(url);
-  AnnouncePhase(shape.run, seconds);
+  AnnouncePhase(shape.run, seconds, clients);
   floor.run = RunEchoInsert(channels, clients, seconds, authorization, shape);
   AnnouncePhaseEnd(shape.run, static_cast<long long>(floor.run.latency_ms.size()),
                    floor.run.seconds);

@@ -52,11 +52,12 @@ LoadRun RunEchoInsert(const std::vector<std::shared_ptr<grpc::Channel>>& channel
                       double seconds, const std::string& authorization,
                       const EchoShape& shape = {});
 
-// "-- measuring: <what> for <seconds> s" when a measured phase begins and "-- measured: <what>:
-// N calls in S s" when it ends, flushed at once: a profiler watching the benchmark's output
-// (tests/bench/profile_phases.py) records inside the phase it was asked for, and turns its samples
-// into milliseconds per call with the phase's own count.
-void AnnouncePhase(const std::string& what, double seconds);
+// "-- measuring: <what> for <seconds> s at <n> clients" when a measured phase begins and
+// "-- measured: <what>: N calls in S s" when it ends, flushed at once: a profiler watching the
+// benchmark's output (tests/bench/profile_phases.py) records inside the phase it was asked for
+// (its first announcement, or its first at a given number of clients), and turns its samples into
+// milliseconds per call with the phase's own count.
+void AnnouncePhase(const std::string& what, double seconds, int clients);
 void AnnouncePhaseEnd(const std::string& what, long long calls, double seconds);
 
 // The floor as both benchmarks measure it: a warm-up of half a second, then `clients` calling

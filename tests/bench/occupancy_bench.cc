@@ -364,7 +364,7 @@ bool RunScenario(Server& server, const std::string& url, const std::string& name
   std::vector<ClientResult> warm_up(clients);
   run_phase(1.0, warm_up);
   const bench::CpuSeconds cpu_before = bench::ReadCpuSeconds(url);
-  bench::AnnouncePhase("write calls", seconds);
+  bench::AnnouncePhase("write calls", seconds, clients);
   const Clock::time_point start = Clock::now();
   run_phase(seconds, results);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

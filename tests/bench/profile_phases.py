@@ -2,7 +2,8 @@
 """Where a benchmark phase's CPU goes, per call: perf samples split by what the process was doing.
 
 Runs a benchmark command, passes its output through, and when the benchmark announces a measured
-phase ("-- measuring: <phase> for <s> s", tests/bench/echo_floor.h) that was asked for, records
+phase ("-- measuring: <phase> for <s> s at <n> clients", tests/bench/echo_floor.h) that was asked
+for (at --clients, when given), records
 every CPU with perf (call graphs by DWARF unwinding) from one second after the start to one second
 before the end. When the benchmark has ended, each recording is split:
 
@@ -18,8 +19,14 @@ and printed as milliseconds of CPU per call, with the phase's call count the ben
 ("-- measured: <phase>: N calls in S s"). The samples are few (a sampling rate that unwinding
 stacks can sustain): a line of under ~30 samples is noise, and the sample counts are printed.
 
-Usage: profile_phases.py --phase "write calls" --phase "echo-insert floor" -- BENCHMARK ARGS...
-Each phase is profiled at its first announcement only. Needs perf (Debian's linux-perf, installed
+With --bound, the first phase is then set against the last (the floor) in the terms of issue 26:
+its CPU per call beside the floor's, and the bound it cannot pass while its PL/pgSQL function costs
+what it did, if everything else cost what the floor's call costs. That bound fits a call whose
+whole work is one statement calling one function (Reserve); a call whose rules also run as plain
+statements (the occupancy write path) has a tighter bound of its own, printed by its benchmark.
+
+Usage: profile_phases.py [--clients N] [--bound] --phase "write calls" --phase "echo-insert floor" -- BENCHMARK ARGS...
+Each phase is profiled at its first announcement only (its first at N clients with --clients). Needs perf (Debian's linux-perf, installed
 when missing and run as root) and the right to sample every CPU (root, or
 kernel.perf_event_paranoid <= 0).
 """
@@ -147,10 +154,56 @@ def print_split(phase, calls_per_second, window, postgres, server, kernel):
     sys.stdout.flush()
 
 
+def postgres_and_server_ms(phase_split, calls):
+    """(PostgreSQL + server ms per call, the load generator's ms per call, {part: ms}): the parts
+    are PostgreSQL's buckets and "the server" (its threads, the load generator's apart)."""
+    postgres, server, _ = phase_split
+    ms = lambda n: n / FREQUENCY * 1000.0 / calls  # noqa: E731
+    parts = {name: ms(n) for name, n in postgres.items()}
+    parts["the server"] = ms(sum(n for name, n in server.items() if name != LOAD_GENERATOR))
+    return sum(parts.values()), ms(server[LOAD_GENERATOR]), parts
+
+
+def print_bound(phase, floor, phase_split, floor_split, phase_calls, floor_calls):
+    """What `phase` would cost if everything but its PL/pgSQL function cost what the floor's call
+    costs: the function's own execution stays (the decision's rules), the floor's statement it
+    stands in for goes. The calls/s bound assumes, as on these two cores, that calls/s follow the
+    CPU per call, the load generator's included."""
+    total, load, parts = postgres_and_server_ms(phase_split, phase_calls)
+    floor_total, floor_load, floor_parts = postgres_and_server_ms(floor_split, floor_calls)
+    function = parts.get("PL/pgSQL function", 0.0)
+    if floor_total <= 0 or function <= 0:
+        return
+    replaced = floor_parts.get("statement: run", 0.0)
+    bound = floor_total + function - replaced
+    print(f"\n== {phase} against the {floor}, by these samples ==")
+    print(f"CPU per call, server + PostgreSQL: {total:.3f} ms against {floor_total:.3f} ms "
+          f"({total / floor_total:.2f}x); the load generator {load:.3f} against {floor_load:.3f}")
+    print(f"the PL/pgSQL function alone: {function:.3f} ms, more than the {floor}'s whole call"
+          if function > floor_total else f"the PL/pgSQL function alone: {function:.3f} ms")
+    print(f"if everything but the function cost what the {floor}'s call costs: {floor_total:.3f} + "
+          f"{function:.3f} - the {floor}'s statement {replaced:.3f} = {bound:.3f} ms, "
+          f"{bound / floor_total:.2f}x its CPU per call, and at most "
+          f"({floor_total:.3f} + {floor_load:.3f}) / ({bound:.3f} + {load:.3f}) = "
+          f"{(floor_total + floor_load) / (bound + load):.3f} of its calls/s")
+    # What the bound takes as the floor's: each part's cost beyond the floor's same part.
+    beyond = {name: parts.get(name, 0.0) - floor_parts.get(name, 0.0)
+              for name in set(parts) | set(floor_parts) if name != "PL/pgSQL function"}
+    print(f"what it costs beyond the {floor}'s call outside the function, "
+          f"{total - function - floor_total:.3f} ms:")
+    for name, extra in sorted(beyond.items(), key=lambda item: -abs(item[1])):
+        print(f"   {name:44s} {extra:+7.3f} ms")
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--phase", action="append", required=True,
                     help="a phase the benchmark announces (repeat for several)")
+    ap.add_argument("--clients", type=int,
+                    help="profile each phase at its first announcement at this many clients")
+    ap.add_argument("--bound", action="store_true",
+                    help="set the first phase against the last: the bound its function leaves")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -190,13 +243,14 @@ def main():
 
     # stdbuf: the benchmark's own lines are flushed, but its table rows may sit in a pipe's buffer.
     bench = subprocess.Popen(["stdbuf", "-oL"] + command, stdout=subprocess.PIPE, text=True)
-    starts = re.compile(r"^-- measuring: (.*) for ([\d.]+) s$")
+    starts = re.compile(r"^-- measuring: (.*) for ([\d.]+) s at (\d+) clients?$")
     ends = re.compile(r"^-- measured: (.*): (\d+) calls in ([\d.]+) s$")
     for line in bench.stdout:
         sys.stdout.write(line)
         sys.stdout.flush()
         m = starts.match(line.rstrip("\n"))
-        if m and m.group(1) in wanted and m.group(1) not in recordings:
+        if (m and m.group(1) in wanted and m.group(1) not in recordings
+                and args.clients in (None, int(m.group(3)))):
             window = float(m.group(2)) - 2.0
             if window < 2.0:
                 sys.exit("profile_phases: phases under 4 s leave too little to sample; --seconds")
@@ -216,13 +270,19 @@ def main():
         t.join()
     missing = [p for p in args.phase if p not in measured]
     if missing:
-        sys.exit(f"profile_phases: the benchmark never announced {missing}")
+        at = f" at {args.clients} clients" if args.clients else ""
+        sys.exit(f"profile_phases: the benchmark never announced {missing}{at}")
+    splits = {}
     for phase in args.phase:
         if windows[phase] < 1.0:
             print(f"\n== {phase}: over too soon to sample (under a second of recording) ==")
             continue
-        print_split(phase, measured[phase], windows[phase],
-                    *split(recordings[phase], binary_name))
+        splits[phase] = split(recordings[phase], binary_name)
+        print_split(phase, measured[phase], windows[phase], *splits[phase])
+    first, floor = args.phase[0], args.phase[-1]
+    if args.bound and first != floor and first in splits and floor in splits:
+        print_bound(first, floor, splits[first], splits[floor],
+                    measured[first] * windows[first], measured[floor] * windows[floor])
     shutil.rmtree(work)
     sys.exit(status)
 

@@ -397,7 +397,7 @@ class Bench {
     int64_t violations = held.held == machines ? 0 : 1;
     Run(site, clients, 0.5, 0, name + "-warm");  // every connection compiles the refusal's path
     const CpuSeconds before = ReadCpuSeconds(url_);
-    AnnouncePhase("Reserve refused", seconds);
+    AnnouncePhase("Reserve refused", seconds, clients);
     const Outcomes o = Run(site, clients, seconds, 0, name);
     AnnouncePhaseEnd("Reserve refused", static_cast<long long>(o.latency_ms.size()), o.seconds);
     const CpuSeconds after = ReadCpuSeconds(url_);
@@ -529,7 +529,7 @@ class Bench {
     Run(site, clients, 1.0, 0, prefix + "-warm", "", max_calls / 4);
     CancelHolds(site);
     before = ReadCpuSeconds(url_);
-    AnnouncePhase("Reserve", seconds);
+    AnnouncePhase("Reserve", seconds, clients);
     const Outcomes o = Run(site, clients, seconds, 0, prefix, "", max_calls);
     AnnouncePhaseEnd("Reserve", static_cast<long long>(o.latency_ms.size()), o.seconds);
     after = ReadCpuSeconds(url_);
