@@ -3,11 +3,12 @@
 
 Runs a benchmark command, passes its output through, and when the benchmark announces a measured
 phase ("-- measuring: <phase> for <s> s at <n> clients", tests/bench/echo_floor.h) that was asked
-for (at --clients, when given), records
-every CPU with perf (call graphs by DWARF unwinding) from one second after the start to one second
-before the end. When the benchmark has ended, each recording is split:
+for (at --clients, when given), records every CPU with perf (call graphs by DWARF unwinding) from
+one second after the start to one second before the end. When the benchmark has ended, each
+recording is split:
 
-  * PostgreSQL's processes by the first of these found in a sample's call chain: the commit's WAL
+  * PostgreSQL's processes by the first of these found in a sample's call chain: autovacuum, the
+    WAL writer, the checkpointer and background writer (the writes' aftermath), the commit's WAL
     flush, the rest of the commit, a PL/pgSQL function, running a statement, starting one (bind,
     plan cache, executor start), parsing, reading the next message (socket and wait), writing the
     answer, anything else;
@@ -50,6 +51,14 @@ FREQUENCY = 120  # samples per second per CPU
 # PL/pgSQL function inside running a statement). A flush forced by evicting a dirty page inside a
 # statement also counts as the commit's: rare at these table sizes.
 POSTGRES_BUCKETS = [
+    # Background processes first: their work is the writes' aftermath (dead rows to vacuum, WAL to
+    # write out, dirty pages to flush), paid by whichever phase they run in. An autovacuum
+    # worker commits too, so its samples must not reach the commit's buckets.
+    ("background: autovacuum", ["do_autovacuum", "vacuum_rel", "heap_vacuum_rel",
+                                "lazy_scan_heap", "analyze_rel"]),
+    ("background: WAL writer", ["WalWriterMain", "XLogBackgroundFlush"]),
+    ("background: checkpointer, background writer", ["CheckpointerMain", "CheckPointGuts",
+                                                     "BackgroundWriterMain", "BgBufferSync"]),
     ("commit: WAL flush", ["XLogFlush"]),
     ("commit: the rest", ["CommitTransactionCommand", "CommitTransaction"]),
     ("PL/pgSQL function", ["plpgsql_call_handler"]),
