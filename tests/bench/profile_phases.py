@@ -85,25 +85,28 @@ SERVER_LIBRARIES = [
 
 
 def parse_samples(data_path):
-    """Yields (comm, [(symbol, dso), ...] innermost first) for each sample of a perf.data file."""
-    out = subprocess.run(["perf", "script", "-i", data_path, "-F", "comm,tid,ip,sym,dso"],
+    """Yields (comm, seconds, [(symbol, dso), ...] innermost first) for each sample of a perf.data
+    file, `seconds` the sample's timestamp."""
+    out = subprocess.run(["perf", "script", "-i", data_path, "-F", "comm,tid,time,ip,sym,dso"],
                          capture_output=True, text=True, check=True).stdout
-    comm, stack = None, []
+    comm, when, stack = None, 0.0, []
+    header = re.compile(r"^(\S+)\s+\d+\s+(\d+\.\d+):")
     frame = re.compile(r"^\s+[0-9a-f]+\s+(.*?)\s+\((.*)\)$")
     for line in out.splitlines():
         if not line.strip():
             if comm is not None:
-                yield comm, stack
+                yield comm, when, stack
             comm, stack = None, []
             continue
         if comm is None:
-            comm = line.split()[0]
+            m = header.match(line)
+            comm, when = (m.group(1), float(m.group(2))) if m else (line.split()[0], when)
             continue
         m = frame.match(line)
         if m:
             stack.append((m.group(1).split("+")[0], m.group(2)))
     if comm is not None:
-        yield comm, stack
+        yield comm, when, stack
 
 
 def bucket_by_symbol(stack):
@@ -127,11 +130,18 @@ LOAD_GENERATOR = "(apart: the load generator's threads)"
 
 
 def split(data_path, binary_name):
+    """(postgres, server, kernel, seconds): the samples by bucket, and the seconds the samples
+    span, first to last: the window they cover. The clock around perf overstates it by perf's
+    start-up (tenths of a second on two busy cores), which matters when a phase ends early and
+    perf is stopped with it."""
     binary_comm = binary_name[:15]  # the kernel keeps 15 characters of a thread's name
     postgres = collections.Counter()
     server = collections.Counter()
     kernel = collections.Counter()
-    for comm, stack in parse_samples(data_path):
+    first, last = None, None
+    for comm, when, stack in parse_samples(data_path):
+        first = when if first is None else min(first, when)
+        last = when if last is None else max(last, when)
         in_kernel = bool(stack) and stack[0][1].startswith("[kernel")
         if comm == "postgres":
             postgres[bucket_by_symbol(stack)] += 1
@@ -144,7 +154,8 @@ def split(data_path, binary_name):
         elif comm.startswith(("grpc", "default-executo", "resolver-execut")):
             server["gRPC's own threads"] += 1
             kernel["server"] += in_kernel
-    return postgres, server, kernel
+    seconds = last - first + 1.0 / FREQUENCY if first is not None else 0.0
+    return postgres, server, kernel, seconds
 
 
 def print_split(phase, calls_per_second, window, postgres, server, kernel):
@@ -286,8 +297,10 @@ def main():
         if windows[phase] < 1.0:
             print(f"\n== {phase}: over too soon to sample (under a second of recording) ==")
             continue
-        splits[phase] = split(recordings[phase], binary_name)
-        print_split(phase, measured[phase], windows[phase], *splits[phase])
+        postgres, server, kernel, seconds = split(recordings[phase], binary_name)
+        windows[phase] = seconds
+        splits[phase] = (postgres, server, kernel)
+        print_split(phase, measured[phase], seconds, postgres, server, kernel)
     first, floor = args.phase[0], args.phase[-1]
     if args.bound and first != floor and first in splits and floor in splits:
         print_bound(first, floor, splits[first], splits[floor],
