@@ -26,10 +26,11 @@ what it did, if everything else cost what the floor's call costs. That bound fit
 whole work is one statement calling one function (Reserve); a call whose rules also run as plain
 statements (the occupancy write path) has a tighter bound of its own, printed by its benchmark.
 
-Usage: profile_phases.py [--clients N] [--bound] --phase "write calls" --phase "echo-insert floor" -- BENCHMARK ARGS...
-Each phase is profiled at its first announcement only (its first at N clients with --clients). Needs perf (Debian's linux-perf, installed
-when missing and run as root) and the right to sample every CPU (root, or
-kernel.perf_event_paranoid <= 0).
+Usage: profile_phases.py [--clients N] [--bound] --phase "write calls" \
+           --phase "echo-insert floor" -- BENCHMARK ARGS...
+Each phase is profiled at its first announcement only (its first at N clients with --clients).
+Needs perf (Debian's linux-perf, installed when missing and run as root) and the right to sample
+every CPU (root, or kernel.perf_event_paranoid <= 0).
 """
 
 import argparse
@@ -158,14 +159,24 @@ def split(data_path, binary_name):
     return postgres, server, kernel, seconds
 
 
+def ms_per_call(samples, calls):
+    """Milliseconds of CPU per call that `samples` stand for, one sample 1/FREQUENCY s of one CPU."""
+    return samples / FREQUENCY * 1000.0 / calls
+
+
+def own_samples(counter):
+    """A process's samples, the load generator's threads apart."""
+    return sum(n for name, n in counter.items() if name != LOAD_GENERATOR)
+
+
 def print_split(phase, calls_per_second, window, postgres, server, kernel):
     calls = calls_per_second * window
-    ms = lambda n: n / FREQUENCY * 1000.0 / calls  # noqa: E731
+    ms = lambda n: ms_per_call(n, calls)  # noqa: E731
     print(f"\n== where the CPU goes: {phase}, {calls_per_second:.0f} calls/s, "
           f"{window:.1f} s of samples at {FREQUENCY} Hz per CPU ==")
     for title, counter, kernel_key in (("PostgreSQL", postgres, "postgres"),
                                        ("the server", server, "server")):
-        total = sum(n for name, n in counter.items() if name != LOAD_GENERATOR)
+        total = own_samples(counter)
         print(f"{title}: {ms(total):.3f} ms per call ({total} samples)")
         for name, n in counter.most_common():
             print(f"   {name:44s} {ms(n):7.3f} ms  {n:5d}")
@@ -178,10 +189,9 @@ def postgres_and_server_ms(phase_split, calls):
     """(PostgreSQL + server ms per call, the load generator's ms per call, {part: ms}): the parts
     are PostgreSQL's buckets and "the server" (its threads, the load generator's apart)."""
     postgres, server, _ = phase_split
-    ms = lambda n: n / FREQUENCY * 1000.0 / calls  # noqa: E731
-    parts = {name: ms(n) for name, n in postgres.items()}
-    parts["the server"] = ms(sum(n for name, n in server.items() if name != LOAD_GENERATOR))
-    return sum(parts.values()), ms(server[LOAD_GENERATOR]), parts
+    parts = {name: ms_per_call(n, calls) for name, n in postgres.items()}
+    parts["the server"] = ms_per_call(own_samples(server), calls)
+    return sum(parts.values()), ms_per_call(server[LOAD_GENERATOR], calls), parts
 
 
 def print_bound(phase, floor, phase_split, floor_split, phase_calls, floor_calls):
