@@ -4,7 +4,7 @@
 // longest a write call was in flight while the migration ran (the stall a deploy causes), and
 // checks that every acknowledged write is in the database.
 //   --migrations=online     schema/migrations 0028 and 0029 as rewritten by the online rules
-//                           (tests/daytwo/migrations 0031-0034: CONCURRENTLY, NOT VALID then
+//                           (tests/daytwo/migrations 9001-9004: CONCURRENTLY, NOT VALID then
 //                           VALIDATE, swap, contract); the resulting indexes and constraints
 //                           are compared with what 0028 and 0029 make (they must be the same)
 //   --migrations=original   0028 and 0029 as they are (index builds and a validated key inside

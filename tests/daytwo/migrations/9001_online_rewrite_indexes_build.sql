@@ -1,8 +1,10 @@
 -- dcl:no-transaction
 -- schema/migrations 0028 and 0029 rewritten by the online rules, as migration_under_load
 -- applies them to a database at 0027 (they are a demonstration, not part of the schema: 0028
--- and 0029 are applied everywhere). Expand: every index is built CONCURRENTLY under a new
--- name while the old ones keep serving; nothing waits for a build.
+-- and 0029 are applied everywhere). Numbered 9001-9004 so that no real migration's number is
+-- theirs: the migrator only needs NNNN_name.sql above the base's 0027, in order. Expand: every
+-- index is built CONCURRENTLY under a new name while the old ones keep serving; nothing waits
+-- for a build.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS reservations_org_created_v2_idx
   ON reservations (org_id, created_at DESC, id DESC) WHERE created_at IS NOT NULL;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS moves_org_created_v2_idx

@@ -1,6 +1,6 @@
 -- The swap, in one transaction of catalog changes only (no scan, no build): each takes its
 -- table's lock for a moment, under the migrator's lock_timeout. The unique constraints move to
--- the indexes built in 0031; the new key is added NOT VALID (no scan now; 0033 validates it).
+-- the indexes built in 9001; the new key is added NOT VALID (no scan now; 9003 validates it).
 ALTER TABLE reservations DROP CONSTRAINT reservations_org_key_uq,
   ADD CONSTRAINT reservations_org_key_uq UNIQUE USING INDEX reservations_org_key_v2_uq;
 ALTER TABLE sites DROP CONSTRAINT sites_org_name_uq,
