@@ -1,6 +1,7 @@
 // dclctl's booking commands (OccupancyService): place, block, reserve units, release, plan.
 #include "services/admin/command_groups.h"
 #include "services/admin/command_support.h"
+#include "services/common/booking_kind.h"
 
 namespace dcl::admin {
 namespace {
@@ -64,9 +65,8 @@ int Release(Invocation& inv) {
   if (!expected.empty()) {
     v1::BookingKind kind;
     if (!ParseBookingKind(expected, &kind)) {
-      throw UsageError(
-          "--expect_kind must be placement, blocking, reservation or move_hold, not \"" + expected +
-          "\"");
+      throw UsageError("--expect_kind must be " + BookingKindChoices() + ", not \"" + expected +
+                       "\"");
     }
     req.set_expected_kind(kind);
   }
@@ -85,8 +85,7 @@ int Plan(Invocation& inv) {
   v1::BookingKind kind;
   const std::string kind_text = absl::GetFlag(FLAGS_kind);
   if (!ParseBookingKind(kind_text, &kind)) {
-    throw UsageError("--kind must be placement, blocking, reservation or move_hold, not \"" +
-                     kind_text + "\"");
+    throw UsageError("--kind must be " + BookingKindChoices() + ", not \"" + kind_text + "\"");
   }
   b.set_kind(kind);
   b.set_rack_id(Required(FLAGS_rack, "rack"));

@@ -12,6 +12,7 @@
 #include "google/rpc/status.pb.h"
 #include "services/admin/rack_elevation.h"
 #include "services/admin/text_table.h"
+#include "services/common/booking_kind.h"
 #include "services/common/grpc_status.h"
 
 namespace dcl::admin {
@@ -258,10 +259,16 @@ bool ParseDepthClass(const std::string& text, v1::DepthClass* depth) {
 }
 
 bool ParseBookingKind(const std::string& text, v1::BookingKind* kind) {
-  int value = 0;
-  if (!ParseEnum(v1::BookingKind_descriptor(), "booking_", text, &value)) return false;
-  *kind = static_cast<v1::BookingKind>(value);
-  return true;
+  // The stored names (booking_kind.h), spelled as any enum value is here: any case, dashes or
+  // spaces for underscores, with or without the enum's "booking_" prefix.
+  const std::string wanted = Normalize(text);
+  for (const BookingKindNames& names : kBookingKinds) {
+    if (wanted == names.stored || wanted == absl::StrCat("booking_", names.stored)) {
+      *kind = names.kind;
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string ProcessStateName(v1::ProcessState state) {

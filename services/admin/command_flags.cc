@@ -34,6 +34,7 @@ ABSL_FLAG(std::string, unit, "", "place, move start: the device's lowest rack un
 ABSL_FLAG(std::string, first, "", "block, reserve-units, plan: first unit of the range");
 ABSL_FLAG(std::string, last, "", "block, reserve-units, plan: last unit of the range");
 ABSL_FLAG(bool, both_sides, false, "block, reserve-units, plan: front and rear");
+// The values of --kind and --expect_kind are the stored names of services/common/booking_kind.h.
 ABSL_FLAG(std::string, kind, "placement", "plan: placement, blocking, reservation or move_hold");
 ABSL_FLAG(std::string, expect_kind, "",
           "release: only if the booking is still this kind (placement, blocking, reservation or "

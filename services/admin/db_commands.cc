@@ -7,7 +7,7 @@
 #include "services/admin/cli_format.h"
 #include "services/common/auth.h"
 #include "services/common/db.h"
-#include "services/common/service_main.h"
+#include "services/common/shared_flags.h"
 #include "services/common/token_cache.h"
 #include "services/common/status.h"
 #include "services/common/validation.h"

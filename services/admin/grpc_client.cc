@@ -4,7 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "services/common/server.h"
+#include "services/common/file_util.h"
 
 namespace dcl::admin {
 

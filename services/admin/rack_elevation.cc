@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/admin/text_table.h"
+#include "services/common/booking_kind.h"
 
 namespace dcl::admin {
 
@@ -16,20 +17,7 @@ std::string ShortId(const std::string& id) {
   return "…" + id.substr(id.size() - 8);
 }
 
-const char* KindName(v1::BookingKind kind) {
-  switch (kind) {
-    case v1::BOOKING_PLACEMENT:
-      return "placement";
-    case v1::BOOKING_BLOCKING:
-      return "blocking";
-    case v1::BOOKING_MOVE_HOLD:
-      return "move hold";
-    case v1::BOOKING_RESERVATION:
-      return "reservation";
-    default:
-      return "unknown";
-  }
-}
+const char* KindName(v1::BookingKind kind) { return BookingKindDisplayName(kind); }
 
 const char* KindFill(v1::BookingKind kind) {
   switch (kind) {

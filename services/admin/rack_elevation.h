@@ -28,7 +28,8 @@ using DeviceLabels = std::map<std::string, std::string>;
 // issued in sequence (demo data, imports) differ only at the end.
 std::string ShortId(const std::string& id);
 
-// "placement", "blocking", "move hold", "reservation"; "unknown" for anything else.
+// "placement", "blocking", "move hold", "reservation"; "unknown" for anything else (the display
+// names of services/common/booking_kind.h).
 const char* KindName(v1::BookingKind kind);
 
 // The rack's units in the order a person reads the rack: from the top unit down.

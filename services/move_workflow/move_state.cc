@@ -1,4 +1,4 @@
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 
 namespace dcl::moves {
 

@@ -4,9 +4,11 @@
 // the build instead of falling through a `default:` to "allowed". Terminal states carry empty
 // target lists on purpose ("nothing goes on from here" is a decision, not an omission).
 //
-// Pure: no database, no gRPC types. move_logic.cc applies the side effects per target state.
-#ifndef DCL_SERVICES_MOVES_MOVE_STATE_H_
-#define DCL_SERVICES_MOVES_MOVE_STATE_H_
+// Pure: no database, no gRPC types. services/moves/move_logic.cc applies the side effects per
+// target state; device custody (services/devices) reads the terminal states. It keeps the
+// namespace of the move service it was written for.
+#ifndef DCL_SERVICES_MOVE_WORKFLOW_MOVE_STATE_H_
+#define DCL_SERVICES_MOVE_WORKFLOW_MOVE_STATE_H_
 
 #include <array>
 #include <cstddef>
@@ -152,4 +154,4 @@ TransitionCheck CheckTransition(MoveState from, MoveState to, Observation observ
 
 }  // namespace dcl::moves
 
-#endif  // DCL_SERVICES_MOVES_MOVE_STATE_H_
+#endif  // DCL_SERVICES_MOVE_WORKFLOW_MOVE_STATE_H_
