@@ -10,7 +10,7 @@
 #include "services/common/command_line.h"
 #include "schema/migrator.h"
 #include "services/common/logging.h"
-#include "services/common/service_main.h"
+#include "services/common/shared_flags.h"
 
 ABSL_FLAG(int, ddl_lock_timeout_ms, 500,
           "the longest a migration statement waits for a lock (writers queued behind it wait "

@@ -1,7 +1,7 @@
 // A rack's elevation as NetBox users know it: front and rear side by side, units in the rack's
 // own numbering (descending racks count from the top, a rack may start at unit 0 or 2, an open
 // frame has a front only), one block per booking across its units, in the colours and with the
-// legend of dclctl's SVG (services/admin/rack_elevation.cc). Free units are buttons; a refusal's
+// legend of dclctl's SVG (dclctl/format/rack_elevation.cc). Free units are buttons; a refusal's
 // colliding units and a preview's units are marked on top, each with its own accessible name.
 import { Side, type Slot } from "./gen/dcl/v1/common_pb";
 import { BookingKind, Numbering, type Rack } from "./gen/dcl/v1/occupancy_pb";

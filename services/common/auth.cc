@@ -6,7 +6,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "services/common/status.h"
 #include "services/common/token_cache.h"
 #include "services/common/validation.h"
@@ -20,8 +19,6 @@ absl::Status Unauthenticated(const std::string& message) {
 }
 
 }  // namespace
-
-std::string Principal::Actor() const { return absl::StrCat(RoleName(role), ":", token_id); }
 
 std::string TokenDigest(const std::string& token) {
   unsigned char sha[SHA256_DIGEST_LENGTH];

@@ -1,5 +1,5 @@
-// Authentication: a bearer token resolves to a principal (organization, role). Tokens are
-// stored only as SHA-256 digests; a token is printed once, when it is created.
+// Authentication: a bearer token resolves to a principal (principal.h: organization, role).
+// Tokens are stored only as SHA-256 digests; a token is printed once, when it is created.
 #ifndef DCL_SERVICES_COMMON_AUTH_H_
 #define DCL_SERVICES_COMMON_AUTH_H_
 
@@ -7,19 +7,10 @@
 
 #include "absl/status/statusor.h"
 #include "services/common/db.h"
+#include "services/common/principal.h"
 #include "services/common/rpc_catalog.h"
 
 namespace dcl {
-
-// Who is calling. Every query a handler runs is scoped by org_id.
-struct Principal {
-  std::string token_id;
-  std::string org_id;
-  Role role = Role::kCustomer;
-  std::string subject;          // role customer: the customer it speaks for
-  bool module_enabled = false;  // the datacenter module's switch for this organization
-  std::string Actor() const;    // for created_by / ended_by columns: "role:token_id"
-};
 
 // The token from an "authorization: Bearer <token>" value; "" when malformed.
 std::string BearerToken(const std::string& authorization);

@@ -16,7 +16,7 @@
 namespace dcl {
 namespace {
 
-// The flags of each group, as defined in service_main.cc.
+// The flags of each group, as defined in shared_flags.cc and service_main.cc.
 std::vector<std::string> FlagsOf(SharedFlags group) {
   switch (group) {
     case SharedFlags::kDatabaseUrl:

@@ -17,7 +17,8 @@ namespace dcl {
 // The exit status of a binary that refuses to start on its configuration.
 inline constexpr int kExitConfigurationError = 2;
 
-// Groups of the flags defined in services/common/service_main.cc; a binary names those it reads.
+// Groups of the flags defined in services/common/shared_flags.cc (database, pool, log format)
+// and services/common/service_main.cc (server, metrics, HTTP); a binary names those it reads.
 enum class SharedFlags {
   kDatabaseUrl,   // --database_url
   kDatabasePool,  // --pool_size and the server-side statement, lock and idle timeouts

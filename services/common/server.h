@@ -83,9 +83,6 @@ void TurnOffMutexDeadlockDetection();
 void BlockTerminationSignals();
 int WaitForTerminationSignal();
 
-// Reads a file whole (certificates); NOT_FOUND when it cannot be read.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
-
 }  // namespace dcl
 
 #endif  // DCL_SERVICES_COMMON_SERVER_H_

@@ -1,7 +1,5 @@
 #include "services/common/service_main.h"
 
-#include <cstdlib>
-
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
@@ -10,18 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "services/common/logging.h"
 
-ABSL_FLAG(std::string, database_url, "",
-          "PostgreSQL connection string (default: $DCL_DATABASE_URL)");
 ABSL_FLAG(std::string, listen, "", "host:port to serve on (default: per binary, or its env)");
-ABSL_FLAG(std::string, log_format, "", "text or json (default: $DCL_LOG_FORMAT, else text)");
-ABSL_FLAG(int, pool_size, 16, "database connections per process");
-ABSL_FLAG(int, statement_timeout_ms, 10000, "server-side deadline of every statement");
-ABSL_FLAG(int, lock_timeout_ms, 5000, "server-side limit on waiting for a lock");
-ABSL_FLAG(int, idle_in_transaction_timeout_ms, 30000,
-          "a transaction idle this long is ended by the database");
-ABSL_FLAG(std::string, database_pooler, "",
-          "none, or transaction when --database_url goes through a transaction-pooling PgBouncer: "
-          "the timeouts are then set per transaction (default: $DCL_DATABASE_POOLER, else none)");
 ABSL_FLAG(std::string, token_cache_database_url, "",
           "a direct PostgreSQL session (never a transaction-pooling PgBouncer) on which the "
           "token cache listens for revocations; empty: no cache, every call reads its token "
@@ -55,46 +42,6 @@ ABSL_FLAG(int, http_threads, 16,
 
 namespace dcl {
 
-std::string FlagOrEnv(const std::string& value, const char* env, const std::string& fallback) {
-  if (!value.empty()) return value;
-  if (const char* from_env = std::getenv(env); from_env != nullptr && *from_env != '\0') {
-    return from_env;
-  }
-  return fallback;
-}
-
-DbOptions DbOptionsFromFlags() {
-  DbOptions options;
-  options.url = FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
-  options.pool_size = absl::GetFlag(FLAGS_pool_size);
-  options.statement_timeout_ms = absl::GetFlag(FLAGS_statement_timeout_ms);
-  options.lock_timeout_ms = absl::GetFlag(FLAGS_lock_timeout_ms);
-  options.idle_in_transaction_timeout_ms = absl::GetFlag(FLAGS_idle_in_transaction_timeout_ms);
-  options.transaction_pooler =
-      FlagOrEnv(absl::GetFlag(FLAGS_database_pooler), "DCL_DATABASE_POOLER", "none") ==
-      "transaction";
-  return options;
-}
-
-absl::StatusOr<std::string> DatabaseUrlFromFlags() {
-  const std::string url = FlagOrEnv(absl::GetFlag(FLAGS_database_url), "DCL_DATABASE_URL", "");
-  if (url.empty()) {
-    return absl::InvalidArgumentError("no database: set --database_url or DCL_DATABASE_URL");
-  }
-  if (absl::Status valid = CheckConnectionString(url); !valid.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--database_url (or DCL_DATABASE_URL): ", valid.message()));
-  }
-  const std::string pooler =
-      FlagOrEnv(absl::GetFlag(FLAGS_database_pooler), "DCL_DATABASE_POOLER", "none");
-  if (pooler != "none" && pooler != "transaction") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--database_pooler (or DCL_DATABASE_POOLER) must be none or transaction, not '", pooler,
-        "'"));
-  }
-  return url;
-}
-
 absl::StatusOr<std::unique_ptr<TokenCache>> TokenCacheFromFlags() {
   const std::string url = FlagOrEnv(absl::GetFlag(FLAGS_token_cache_database_url),
                                     "DCL_TOKEN_CACHE_DATABASE_URL", "");
@@ -123,10 +70,6 @@ ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& de
   config.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   config.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
   return config;
-}
-
-std::string LogFormatFromFlags() {
-  return FlagOrEnv(absl::GetFlag(FLAGS_log_format), "DCL_LOG_FORMAT", "text");
 }
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags() {

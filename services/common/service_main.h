@@ -1,5 +1,6 @@
-// What every dcl server binary's main() shares: the common flags (each with an environment
-// variable fallback), logging, the pool, the server runtime, and waiting for SIGTERM/SIGINT.
+// What every dcl server binary's main() shares: the servers' flags (each with an environment
+// variable fallback; the database and logging ones are shared_flags.h's), logging, the pool, the
+// server runtime, and waiting for SIGTERM/SIGINT.
 #ifndef DCL_SERVICES_COMMON_SERVICE_MAIN_H_
 #define DCL_SERVICES_COMMON_SERVICE_MAIN_H_
 
@@ -14,24 +15,14 @@
 #include "services/common/connect_http.h"
 #include "services/common/metrics_http.h"
 #include "services/common/server.h"
+#include "services/common/shared_flags.h"
 #include "services/common/token_cache.h"
 
 namespace dcl {
 
-// `value` if non-empty, else the environment variable `env`, else `fallback`.
-std::string FlagOrEnv(const std::string& value, const char* env, const std::string& fallback);
-
-// The database options from --database_url/DCL_DATABASE_URL and the pool/timeouts flags.
-DbOptions DbOptionsFromFlags();
-// The connection string from --database_url/DCL_DATABASE_URL, or the configuration error a
-// binary exits 2 with: none given, or one libpq cannot parse (an unreachable database is not
-// a configuration error: that is found out by connecting).
-absl::StatusOr<std::string> DatabaseUrlFromFlags();
 // The server options from the TLS, reflection and limits flags; listen from --listen, else
 // `listen_env`, else `default_listen`.
 ServerConfig ServerConfigFromFlags(const char* listen_env, const std::string& default_listen);
-// --log_format (text|json).
-std::string LogFormatFromFlags();
 
 // The Prometheus endpoint of --metrics_listen (metrics_http.h), started and its port logged
 // ("metrics on port N"); null when the flag is empty (the default: no endpoint). A malformed

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/common/db.h"
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 
 namespace dcl::devices {
 

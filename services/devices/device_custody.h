@@ -3,9 +3,9 @@
 // placement a move starts from) and the move service (starting, advancing, ending a move) both
 // ask here, so neither runs SQL against the other's tables.
 //
-// An open move is a move in a state the transition table (services/moves/move_state.h) lets go
-// on; OpenMoveCondition() derives that from the table's terminal states (the inventory's
-// device-use read embeds it in its one statement). The partial unique index
+// An open move is a move in a state the transition table
+// (services/move_workflow/move_state.h) lets go on; OpenMoveCondition() derives that from the
+// table's terminal states (the inventory's device-use read embeds it in its one statement). The partial unique index
 // moves_one_open_per_device (schema/migrations/0004_moves.sql) states the same set and is the
 // boundary; tests/devices/open_move_index_test.cc holds them together.
 //

@@ -31,8 +31,8 @@
 
 #include "absl/status/status.h"
 #include "dcl/v1/inventory.pb.h"
-#include "services/common/auth.h"
 #include "services/common/db.h"
+#include "services/common/principal.h"
 
 namespace dcl::inventory {
 

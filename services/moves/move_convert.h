@@ -7,7 +7,7 @@
 #include <cstddef>
 
 #include "dcl/v1/moves.pb.h"
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 
 namespace dcl::moves {
 

@@ -13,7 +13,7 @@
 #include "services/common/validation.h"
 #include "services/devices/device_custody.h"
 #include "services/moves/move_convert.h"
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 #include "services/moves/move_store.h"
 #include "services/moves/move_watch.h"
 #include "services/occupancy/booking_store.h"

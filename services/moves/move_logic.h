@@ -28,8 +28,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "dcl/v1/moves.pb.h"
-#include "services/common/auth.h"
 #include "services/common/db.h"
+#include "services/common/principal.h"
 #include "services/common/stream_quota.h"
 #include "services/moves/move_watch.h"
 

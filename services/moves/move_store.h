@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "dcl/v1/moves.pb.h"
 #include "services/common/page_token.h"
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 
 namespace dcl::moves {
 

@@ -519,29 +519,6 @@ BookingSpec UnitRangeSpec(v1::BookingKind kind, const std::string& rack_id, v1::
   return spec;
 }
 
-const char* BookingKindName(v1::BookingKind kind) {
-  switch (kind) {
-    case v1::BOOKING_PLACEMENT:
-      return "placement";
-    case v1::BOOKING_BLOCKING:
-      return "blocking";
-    case v1::BOOKING_MOVE_HOLD:
-      return "move_hold";
-    case v1::BOOKING_RESERVATION:
-      return "reservation";
-    default:
-      return "";
-  }
-}
-
-v1::BookingKind ParseBookingKind(const std::string& name) {
-  for (v1::BookingKind kind : {v1::BOOKING_PLACEMENT, v1::BOOKING_BLOCKING, v1::BOOKING_MOVE_HOLD,
-                               v1::BOOKING_RESERVATION}) {
-    if (name == BookingKindName(kind)) return kind;
-  }
-  return v1::BOOKING_KIND_UNSPECIFIED;
-}
-
 absl::StatusOr<v1::Booking> LoadBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const std::string& booking_id) {
   if (absl::Status s = CheckId("booking_id", booking_id); !s.ok()) return s;
@@ -786,7 +763,7 @@ absl::StatusOr<v1::Booking> PromoteReservation(pqxx::transaction_base& tx,
   if (held.empty()) return NotFound("booking", reservation_id);
   const pqxx::row h = held[0];
   const std::string reservation_rack = h[0].as<std::string>();
-  if (h[1].as<std::string>() != "reservation" || h[2].as<bool>()) {
+  if (ParseBookingKind(h[1].as<std::string>()) != v1::BOOKING_RESERVATION || h[2].as<bool>()) {
     return WrongState(reservation_id, absl::StrCat("booking ", reservation_id,
                                                    " is not an active unit reservation"));
   }

@@ -42,7 +42,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dcl/v1/occupancy.pb.h"
-#include "services/common/auth.h"
+#include "services/common/booking_kind.h"
+#include "services/common/principal.h"
 #include "services/occupancy/rack_plan.h"
 
 namespace dcl::occupancy {
@@ -81,11 +82,6 @@ BookingSpec DeviceFootprintSpec(v1::BookingKind kind, const std::string& rack_id
 BookingSpec UnitRangeSpec(v1::BookingKind kind, const std::string& rack_id, v1::Side side,
                           bool both_sides, int first_unit, int last_unit, const std::string& reason,
                           int64_t ttl_seconds);
-
-// The kind as stored in bookings.kind ("placement", "blocking", "move_hold", "reservation"),
-// and back; anything else is "" / BOOKING_KIND_UNSPECIFIED.
-const char* BookingKindName(v1::BookingKind kind);
-v1::BookingKind ParseBookingKind(const std::string& name);
 
 // The result of a dry run: the slots a booking would claim, or the readable rejection (the same
 // status CreateBooking would return for it right now). Writes nothing.

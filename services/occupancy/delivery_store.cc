@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "services/common/booking_kind.h"
 #include "services/common/db.h"
 #include "services/common/status.h"
 
@@ -74,13 +75,12 @@ absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_ba
     if (it == index.end()) continue;
     DeliveryRack& r = racks[it->second];
     const std::string booking = row[1].as<std::string>();
-    const std::string kind = row[2].as<std::string>();
+    const v1::BookingKind kind = ParseBookingKind(row[2].as<std::string>());
     const std::string device = row[3].as<std::string>();
     if (device.empty()) {
-      if (kind == "blocking") continue;  // holds no device: adds nothing
+      if (kind == v1::BOOKING_BLOCKING) continue;  // holds no device: adds nothing
       const std::string name =
-          absl::StrCat(kind == "reservation" ? "reservation " : "move hold ", booking,
-                       " (no device named)");
+          absl::StrCat(BookingKindDisplayName(kind), " ", booking, " (no device named)");
       r.power.push_back({name, std::nullopt});
       r.weight.push_back({name, std::nullopt});
       continue;

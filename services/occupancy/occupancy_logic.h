@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "dcl/v1/occupancy.pb.h"
-#include "services/common/auth.h"
 #include "services/common/db.h"
+#include "services/common/principal.h"
 #include "services/occupancy/booking_store.h"
 
 namespace dcl::occupancy {

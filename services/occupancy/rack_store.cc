@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/occupancy/booking_store.h"
 #include "services/occupancy/rack_plan.h"

@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "dcl/v1/reservation.pb.h"
-#include "services/common/auth.h"
 #include "services/common/db.h"
+#include "services/common/principal.h"
 
 namespace dcl::reservation {
 

@@ -1,7 +1,7 @@
 // dclctl's pure parts without a server: the exit status of every gRPC code, a refusal's
 // readable lines and its JSON, the parsers of what operators type, and where targets and
 // tokens come from.
-#include "services/admin/cli_format.h"
+#include "dclctl/format/cli_format.h"
 
 #include <catch2/catch.hpp>
 
@@ -20,7 +20,7 @@
 #include "absl/strings/str_split.h"
 
 #include "google/rpc/status.pb.h"
-#include "services/admin/grpc_client.h"
+#include "dclctl/grpc_client.h"
 #include "services/common/grpc_status.h"
 #include "services/common/status.h"
 

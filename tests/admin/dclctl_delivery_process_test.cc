@@ -76,7 +76,7 @@ struct Result {
 Result Run(const World& w, std::vector<std::string> args) {
   args.push_back("--target=" + w.server.address());
   args.push_back("--token=" + w.token);
-  testing::ChildProcess dclctl(testing::RunfilesBinary("services/admin/dclctl"), args,
+  testing::ChildProcess dclctl(testing::RunfilesBinary("dclctl/dclctl"), args,
                                /*separate_stderr=*/true);
   const std::optional<int> exit = dclctl.WaitForExit(std::chrono::seconds(60));
   REQUIRE(exit.has_value());

@@ -187,7 +187,7 @@ TEST_CASE("import netbox on a terminal draws a progress bar before the report") 
   World w;
   // script(1) (util-linux, Essential in Debian) gives dclctl a pseudo-terminal as stdout.
   const std::string command =
-      absl::StrCat(testing::RunfilesBinary("services/admin/dclctl"),
+      absl::StrCat(testing::RunfilesBinary("dclctl/dclctl"),
                    " import netbox --dry-run --dir ", FixtureDir(),
                    " --target=", w.server.address(), " --token=", w.operator_token);
   ChildProcess script("/usr/bin/script", {"-qec", command, "/dev/null"}, true);

@@ -89,7 +89,7 @@ struct Result {
   std::string err;
 };
 
-std::string Dclctl() { return testing::RunfilesBinary("services/admin/dclctl"); }
+std::string Dclctl() { return testing::RunfilesBinary("dclctl/dclctl"); }
 
 // Runs dclctl to its end; `args` come after the target and the operator's token.
 Result Run(const World& w, std::vector<std::string> args, bool with_connection = true) {

@@ -60,7 +60,7 @@ inline DclctlResult RunDclctl(const DclctlWorld& w, std::vector<std::string> arg
                               std::chrono::seconds limit) {
   args.push_back("--target=" + w.server.address());
   args.push_back("--token=" + w.operator_token);
-  ChildProcess dclctl(RunfilesBinary("services/admin/dclctl"), args, /*separate_stderr=*/true);
+  ChildProcess dclctl(RunfilesBinary("dclctl/dclctl"), args, /*separate_stderr=*/true);
   const std::optional<int> exit = dclctl.WaitForExit(limit);
   REQUIRE(exit.has_value());
   return DclctlResult{*exit, dclctl.Log(), dclctl.Stderr()};

@@ -1,5 +1,5 @@
 // dclctl's delivery printers and item parser, pure: what an operator types and reads.
-#include "services/admin/delivery_format.h"
+#include "dclctl/format/delivery_format.h"
 
 #include <catch2/catch.hpp>
 #include <string>

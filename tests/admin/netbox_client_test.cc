@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
-#include "services/admin/netbox_client.h"
+#include "dclctl/netbox/netbox_client.h"
 
 namespace dcl::admin::netbox {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "services/admin/netbox_mapping.h"
-#include "services/admin/rack_elevation.h"
+#include "dclctl/netbox/netbox_mapping.h"
+#include "dclctl/format/rack_elevation.h"
 
 namespace dcl::admin::netbox {
 namespace {

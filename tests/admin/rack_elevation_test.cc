@@ -1,7 +1,7 @@
 // The rack elevation renderers without a server: rows in the rack's own numbering from the top
 // down, front and rear columns (front only on an open frame), multi-unit runs, half-depth
 // devices, every booking kind, and the SVG's layout, colours and escaping.
-#include "services/admin/rack_elevation.h"
+#include "dclctl/format/rack_elevation.h"
 
 #include <catch2/catch.hpp>
 

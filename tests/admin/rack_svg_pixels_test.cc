@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "services/admin/rack_elevation.h"
+#include "dclctl/format/rack_elevation.h"
 #include "tests/admin/rack_test_racks.h"
 #include "tests/support/child_process.h"
 

@@ -47,7 +47,7 @@ std::vector<Binary> AllBinaries() {
         "--database_pooler", "--metrics_listen"},
        {"--once"}},
       {"schema/migrate", {}, {"--database_url", "--log_format"}, {}},
-      {"services/admin/dclctl",
+      {"dclctl/dclctl",
        {"--org", "--role", "--subject", "--label", "--id", "--name", "--target", "--service"},
        {"--database_url"},
        {"org", "create", "--name=acme"}},

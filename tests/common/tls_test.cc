@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "services/common/file_util.h"
 #include "services/common/server.h"
 #include "tests/support/grpc_harness.h"
 

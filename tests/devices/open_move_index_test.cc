@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/devices/device_custody.h"
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 #include "tests/support/test_db.h"
 
 namespace dcl::devices {

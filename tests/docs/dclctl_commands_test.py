@@ -11,7 +11,7 @@ import shlex
 import subprocess
 import sys
 
-DCLCTL = "services/admin/dclctl"
+DCLCTL = "dclctl/dclctl"
 FENCE = re.compile(r"^\s*```")
 # A command line in a code block: optionally a shell prompt, then dclctl and its arguments.
 COMMAND = re.compile(r"^\s*(?:\$\s+)?dclctl(\s.*)?$")

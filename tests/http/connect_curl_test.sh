@@ -112,10 +112,10 @@ call "$HTTP_URL" "$TOKEN_commerce" dcl.v1.ReservationService/Reserve \
   '{"idempotencyKey":"curl-none","criteria":{"siteId":"'"$DCL_DEMO_SITE_FRA1"'","vendor":"Nobody"}}'
 check "nothing eligible: 400 failed_precondition NO_CAPACITY" status_is 400
 check "  reason NO_CAPACITY" reason_is NO_CAPACITY
-DCL_DATABASE_URL="$SUITE_OWNER_URL" "$(bin services/admin/dclctl)" module disable --org demo >/dev/null
+DCL_DATABASE_URL="$SUITE_OWNER_URL" "$(bin dclctl/dclctl)" module disable --org demo >/dev/null
 call "$HTTP_URL" "$op" dcl.v1.InventoryService/ListSites '{}'
 check "the module switched off for the organization: 400 MODULE_DISABLED" reason_is MODULE_DISABLED
-DCL_DATABASE_URL="$SUITE_OWNER_URL" "$(bin services/admin/dclctl)" module enable --org demo >/dev/null
+DCL_DATABASE_URL="$SUITE_OWNER_URL" "$(bin dclctl/dclctl)" module enable --org demo >/dev/null
 
 call "$HTTP_URL" "$op" dcl.v1.InventoryService/ListDevices '{"pageSize": 100000}'
 check "AIP-158: page_size above the maximum is coerced, 200" status_is 200

@@ -51,7 +51,7 @@ start_suite() {
   local service_url
   service_url="$(echo "$DCL_TEST_CONNINFO" | sed 's/user=[^ ]*//') user=${DCL_TEST_SERVICE_ROLE:-dcl_service} dbname=$suite_db"
   local dclctl
-  dclctl=$(bin services/admin/dclctl)
+  dclctl=$(bin dclctl/dclctl)
   DCL_DATABASE_URL="$owner_url" "$dclctl" org create --name demo >/dev/null
   DCL_DATABASE_URL="$owner_url" "$dclctl" module enable >/dev/null
   DCL_DATABASE_URL="$owner_url" "$dclctl" module enable --org demo >/dev/null

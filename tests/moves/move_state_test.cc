@@ -1,6 +1,6 @@
 // The move state machine, exhaustively: all 81 (from, to) pairs against an independent
 // expectation written out below, the destination table, and the observation rules.
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 
 #include <catch2/catch.hpp>
 #include <set>

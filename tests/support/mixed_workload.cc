@@ -1,6 +1,6 @@
 #include "tests/support/mixed_workload.h"
 
-#include "services/moves/move_state.h"
+#include "services/move_workflow/move_state.h"
 #include "services/common/auth.h"
 #include "tests/support/fixtures.h"
 
