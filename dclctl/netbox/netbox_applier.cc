@@ -127,33 +127,72 @@ bool FailsEveryItem(const grpc::Status& status) {
   }
 }
 
-}  // namespace
 
-grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Report* out) {
-  const bool dry_run = options.dry_run;
-  Report& report = *out;
-  report.skipped = plan.skipped;
-  report.refused = plan.refused;
-  report.held = plan.held;
-  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings",
-                           "drift blockings"}) {
-    report.counts[kind];
-  }
-  Progress progress(
-      plan.sites.size() + plan.racks.size() + plan.devices.size() * 2 + plan.blocks.size(),
-      options.progress);
-  auto fail = [&](const grpc::Status& status) {
-    progress.Finish();
-    return status;
-  };
-  auto call = [&](auto&& fn) -> std::pair<grpc::Status, bool> {
-    std::unique_ptr<grpc::ClientContext> context = make_context_();
+// Where dcl has a device placed: the rack (its NetBox id) and the slots.
+struct DclPlacement {
+  int64_t rack_netbox_id = 0;
+  std::vector<v1::Slot> slots;
+};
+
+// One run of Applier::Apply: its inputs, and what the phases below learn and hand on (dcl's ids
+// for NetBox's objects, the racks' elevations, the devices that drifted). The phases run in
+// order, each on what the earlier ones filled in.
+struct ApplyRun {
+  const Plan& plan;
+  const ApplyOptions& options;
+  Report& report;
+  Progress& progress;
+  v1::InventoryService::StubInterface* inventory;
+  v1::OccupancyService::StubInterface* occupancy;
+  const Applier::ContextFactory& make_context;
+
+  std::map<int64_t, std::string> site_id;  // NetBox id → dcl id ("" in a dry run: not yet)
+  std::map<std::pair<std::string, std::string>, std::string> rack_by_name;  // (site, name)
+  std::map<std::string, std::string> device_by_serial;
+  std::map<int64_t, std::string> rack_id;
+  std::map<int64_t, bool> rack_has_rear;
+  std::map<int64_t, std::string> device_id;
+  // Devices dcl had before this run (found by serial, or registered by an earlier run: the
+  // registration replayed). Their placements are dcl's, never the import's to make.
+  std::set<int64_t> known;
+  // Placements and blockings: what each rack holds now decides what is already there.
+  std::map<int64_t, v1::Rack> elevation;
+  std::map<std::string, DclPlacement> dcl_placement;  // dcl device id → where dcl has it
+  std::vector<const DevicePlan*> drifted;
+  std::map<std::string, std::string> device_netbox;  // dcl device id → "device N (name)"
+
+  // One call with a fresh context: its status, and whether the server answered it as a replay.
+  template <typename Fn>
+  std::pair<grpc::Status, bool> Call(Fn&& fn) const {
+    std::unique_ptr<grpc::ClientContext> context = make_context();
     const grpc::Status status = fn(context.get());
     return {status, status.ok() && Replayed(*context)};
-  };
-  v1::InventoryService::StubInterface* inventory = &inventory_;
-  v1::OccupancyService::StubInterface* occupancy = &occupancy_;
+  }
 
+  // Reads a rack's elevation unless it is read already or not in dcl (a dry run's new rack).
+  std::optional<grpc::Status> ElevationOf(int64_t rack_netbox_id) {
+    const std::string& id = rack_id[rack_netbox_id];
+    if (id.empty() || elevation.count(rack_netbox_id) > 0) return std::nullopt;
+    v1::GetRackRequest req;
+    req.set_rack_id(id);
+    v1::Rack rack;
+    auto [status, replayed] =
+        Call([&](grpc::ClientContext* c) { return occupancy->GetRack(c, req, &rack); });
+    if (!status.ok()) return status;
+    elevation[rack_netbox_id] = rack;
+    return std::nullopt;
+  }
+};
+
+// Sites, matched by name: found ones are kept, the rest created.
+grpc::Status CreateSites(ApplyRun& run) {
+  const Plan& plan = run.plan;
+  const bool dry_run = run.options.dry_run;
+  Report& report = run.report;
+  Progress& progress = run.progress;
+  v1::InventoryService::StubInterface* inventory = run.inventory;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto& site_id = run.site_id;
   // Sites, matched by name.
   std::map<std::string, std::string> site_by_name;
   {
@@ -163,12 +202,11 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       v1::ListSitesResponse page;
       auto [status, replayed] =
           call([&](grpc::ClientContext* c) { return inventory->ListSites(c, req, &page); });
-      if (!status.ok()) return fail(status);
+      if (!status.ok()) return status;
       for (const v1::Site& s : page.sites()) site_by_name[s.name()] = s.id();
       req.set_page_token(page.next_page_token());
     } while (!req.page_token().empty());
   }
-  std::map<int64_t, std::string> site_id;  // NetBox id → dcl id ("" in a dry run: not yet)
   for (const SitePlan& p : plan.sites) {
     progress.Step("site " + p.request.name());
     auto found = site_by_name.find(p.request.name());
@@ -185,14 +223,21 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     v1::Site site;
     auto [status, replayed] =
         call([&](grpc::ClientContext* c) { return inventory->CreateSite(c, p.request, &site); });
-    if (!status.ok()) return fail(status);
+    if (!status.ok()) return status;
     site_id[p.netbox_id] = site.id();
     ++(replayed ? report.counts["sites"].unchanged : report.counts["sites"].created);
   }
+  return grpc::Status::OK;
+}
 
+// What dcl has in the plan's sites: racks by (site, name), devices by serial.
+grpc::Status FindRacksAndDevices(ApplyRun& run) {
+  auto& rack_by_name = run.rack_by_name;
+  v1::InventoryService::StubInterface* inventory = run.inventory;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto& site_id = run.site_id;
+  auto& device_by_serial = run.device_by_serial;
   // Racks, matched by name within their site; devices by serial.
-  std::map<std::pair<std::string, std::string>, std::string> rack_by_name;  // (site, name)
-  std::map<std::string, std::string> device_by_serial;
   for (const auto& [netbox_id, id] : site_id) {
     if (id.empty()) continue;
     v1::ListRacksRequest racks;
@@ -202,7 +247,7 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       v1::ListRacksResponse page;
       auto [status, replayed] =
           call([&](grpc::ClientContext* c) { return inventory->ListRacks(c, racks, &page); });
-      if (!status.ok()) return fail(status);
+      if (!status.ok()) return status;
       for (const v1::RackRecord& r : page.racks()) rack_by_name[{id, r.name()}] = r.id();
       racks.set_page_token(page.next_page_token());
     } while (!racks.page_token().empty());
@@ -214,16 +259,28 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       v1::ListDevicesResponse page;
       auto [status, replayed] =
           call([&](grpc::ClientContext* c) { return inventory->ListDevices(c, devices, &page); });
-      if (!status.ok()) return fail(status);
+      if (!status.ok()) return status;
       for (const v1::Device& d : page.devices()) {
         if (!d.serial().empty()) device_by_serial[d.serial()] = d.id();
       }
       devices.set_page_token(page.next_page_token());
     } while (!devices.page_token().empty());
   }
+  return grpc::Status::OK;
+}
 
-  std::map<int64_t, std::string> rack_id;
-  std::map<int64_t, bool> rack_has_rear;
+// Racks, matched by name within their site: found ones are kept, the rest created.
+grpc::Status CreateRacks(ApplyRun& run) {
+  auto& rack_by_name = run.rack_by_name;
+  const Plan& plan = run.plan;
+  const bool dry_run = run.options.dry_run;
+  Report& report = run.report;
+  Progress& progress = run.progress;
+  v1::InventoryService::StubInterface* inventory = run.inventory;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto& site_id = run.site_id;
+  auto& rack_id = run.rack_id;
+  auto& rack_has_rear = run.rack_has_rear;
   for (const RackPlan& p : plan.racks) {
     progress.Step("rack " + p.request.name());
     rack_has_rear[p.netbox_id] = p.request.geometry().has_rear();
@@ -244,15 +301,28 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     v1::RackRecord rack;
     auto [status, replayed] =
         call([&](grpc::ClientContext* c) { return inventory->CreateRack(c, req, &rack); });
-    if (!status.ok()) return fail(status);
+    if (!status.ok()) return status;
     rack_id[p.netbox_id] = rack.id();
     ++(replayed ? report.counts["racks"].unchanged : report.counts["racks"].created);
   }
+  return grpc::Status::OK;
+}
 
-  std::map<int64_t, std::string> device_id;
+// Devices, matched by serial: found ones are known, the rest registered in batches.
+grpc::Status RegisterDevices(ApplyRun& run) {
+  const Plan& plan = run.plan;
+  const ApplyOptions& options = run.options;
+  const bool dry_run = run.options.dry_run;
+  Report& report = run.report;
+  Progress& progress = run.progress;
+  v1::InventoryService::StubInterface* inventory = run.inventory;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto& site_id = run.site_id;
+  auto& device_by_serial = run.device_by_serial;
+  auto& device_id = run.device_id;
+  auto& known = run.known;
   // Devices dcl had before this run (found by serial, or registered by an earlier run: the
   // registration replayed). Their placements are dcl's, never the import's to make.
-  std::set<int64_t> known;
   std::vector<const DevicePlan*> to_register;
   for (const DevicePlan& p : plan.devices) {
     auto found = device_by_serial.find(p.request.serial());
@@ -343,28 +413,27 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
              absl::StrCat("registration refused: ", status.error_message())});
         continue;
       }
-      if (!status.ok()) return fail(status);
+      if (!status.ok()) return status;
       device_id[p.netbox_id] = registered[i].device.id();
       if (registered[i].replayed) known.insert(p.netbox_id);
       ++(registered[i].replayed ? report.counts["devices"].unchanged
                                 : report.counts["devices"].created);
     }
   }
+  return grpc::Status::OK;
+}
 
+// Every rack's elevation before this run's placements, and where dcl places each device.
+grpc::Status ReadElevations(ApplyRun& run) {
+  const Plan& plan = run.plan;
+  const ApplyOptions& options = run.options;
+  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto& rack_id = run.rack_id;
+  auto& elevation = run.elevation;
+  auto& dcl_placement = run.dcl_placement;
   // Placements and blockings: what each rack holds now decides what is already there.
-  std::map<int64_t, v1::Rack> elevation;
-  auto elevation_of = [&](int64_t rack_netbox_id) -> std::optional<grpc::Status> {
-    const std::string& id = rack_id[rack_netbox_id];
-    if (id.empty() || elevation.count(rack_netbox_id) > 0) return std::nullopt;
-    v1::GetRackRequest req;
-    req.set_rack_id(id);
-    v1::Rack rack;
-    auto [status, replayed] =
-        call([&](grpc::ClientContext* c) { return occupancy->GetRack(c, req, &rack); });
-    if (!status.ok()) return status;
-    elevation[rack_netbox_id] = rack;
-    return std::nullopt;
-  };
+
   // Every rack's elevation as it is before this run's placements: the reconciliation compares
   // NetBox's claims with it.
   {
@@ -382,15 +451,10 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
                       }).first;
     });
     for (size_t i = 0; i < racks.size(); ++i) {
-      if (!read[i].first.ok()) return fail(read[i].first);
+      if (!read[i].first.ok()) return read[i].first;
       elevation[racks[i]] = std::move(read[i].second);
     }
   }
-  struct DclPlacement {
-    int64_t rack_netbox_id = 0;
-    std::vector<v1::Slot> slots;
-  };
-  std::map<std::string, DclPlacement> dcl_placement;  // dcl device id → where dcl has it
   for (const auto& [rack_netbox_id, rack] : elevation) {
     for (const v1::ElevationSlot& s : rack.occupied()) {
       if (s.kind() != v1::BOOKING_PLACEMENT) continue;
@@ -399,7 +463,26 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       d.slots.push_back(s.slot());
     }
   }
-  std::vector<const DevicePlan*> drifted;
+  return grpc::Status::OK;
+}
+
+// Placements: kept, reported as drift for a device dcl had, or made in batches.
+grpc::Status PlaceDevices(ApplyRun& run) {
+  const Plan& plan = run.plan;
+  const ApplyOptions& options = run.options;
+  const bool dry_run = run.options.dry_run;
+  Report& report = run.report;
+  Progress& progress = run.progress;
+  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto elevation_of = [&run](int64_t rack_netbox_id) { return run.ElevationOf(rack_netbox_id); };
+  auto& rack_id = run.rack_id;
+  auto& rack_has_rear = run.rack_has_rear;
+  auto& device_id = run.device_id;
+  auto& known = run.known;
+  auto& elevation = run.elevation;
+  auto& dcl_placement = run.dcl_placement;
+  auto& drifted = run.drifted;
   struct ToPlace {
     const DevicePlan* plan;
     std::string what, where;
@@ -411,7 +494,7 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     const std::string what = absl::StrCat("device ", p.netbox_id,
                                           p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")");
     progress.Step("placement " + what);
-    if (auto failed = elevation_of(p.rack_netbox_id)) return fail(*failed);
+    if (auto failed = elevation_of(p.rack_netbox_id)) return *failed;
     const std::string where =
         absl::StrCat(RackWhat(plan, p.rack_netbox_id), " ", SideName(p.side), " U", p.unit);
     const std::vector<v1::Slot> slots =
@@ -519,15 +602,30 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
                                    : status.error_message())});
         continue;
       }
-      if (!status.ok()) return fail(status);
+      if (!status.ok()) return status;
       ++report.counts["placements"].created;
     }
   }
+  return grpc::Status::OK;
+}
 
+// Rack reservations: their free units blocked, the held ones reported.
+grpc::Status BlockReservations(ApplyRun& run) {
+  const Plan& plan = run.plan;
+  const bool dry_run = run.options.dry_run;
+  Report& report = run.report;
+  Progress& progress = run.progress;
+  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto elevation_of = [&run](int64_t rack_netbox_id) { return run.ElevationOf(rack_netbox_id); };
+  auto& rack_id = run.rack_id;
+  auto& rack_has_rear = run.rack_has_rear;
+  auto& device_id = run.device_id;
+  auto& elevation = run.elevation;
+  auto& device_netbox = run.device_netbox;
   // Reservations: the units are blocked unless something holds them already. A unit a
   // blocking holds is out of service as the reservation wants (an earlier run's blocking, or
   // an operator's); a unit a placement, reservation or move hold takes is reported as held.
-  std::map<std::string, std::string> device_netbox;  // dcl device id → "device N (name)"
   for (const DevicePlan& d : plan.devices) {
     auto it = device_id.find(d.netbox_id);
     if (it != device_id.end() && !it->second.empty()) {
@@ -538,7 +636,7 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   static const std::string kBlocked = "\x01blocked";
   for (const BlockPlan& p : plan.blocks) {
     progress.Step(absl::StrCat("rack reservation ", p.netbox_id));
-    if (auto failed = elevation_of(p.rack_netbox_id)) return fail(*failed);
+    if (auto failed = elevation_of(p.rack_netbox_id)) return *failed;
     const std::string what = absl::StrCat("rack reservation ", p.netbox_id);
     Holders holders;
     if (auto rack = elevation.find(p.rack_netbox_id); rack != elevation.end()) {
@@ -586,10 +684,20 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
                                 " taken meanwhile: ", CollidingUnits(status))});
         continue;
       }
-      if (!status.ok()) return fail(status);
+      if (!status.ok()) return status;
       ++(replayed ? report.counts["blockings"].unchanged : report.counts["blockings"].created);
     }
   }
+  return grpc::Status::OK;
+}
+
+// Drift the other way: units dcl places a device in where NetBox records none.
+grpc::Status ReportUnclaimedPlacements(ApplyRun& run) {
+  const Plan& plan = run.plan;
+  Report& report = run.report;
+  auto& rack_has_rear = run.rack_has_rear;
+  auto& elevation = run.elevation;
+  auto& device_netbox = run.device_netbox;
   // The reverse: units dcl places a device in where NetBox records none (devices of this import
   // that stand elsewhere are reported above, once).
   std::map<int64_t, std::set<std::pair<int, int>>> claimed;  // rack → NetBox's device slots
@@ -615,7 +723,22 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
                         ") at ", DescribeSlotRanges(slots), " where NetBox records no device")});
     }
   }
+  return grpc::Status::OK;
+}
 
+// Drift blockings: the units NetBox claims for a drifted device that dcl holds free.
+grpc::Status BlockDriftClaims(ApplyRun& run) {
+  const ApplyOptions& options = run.options;
+  const bool dry_run = run.options.dry_run;
+  Report& report = run.report;
+  Progress& progress = run.progress;
+  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
+  auto call = [&run](auto&& fn) { return run.Call(fn); };
+  auto elevation_of = [&run](int64_t rack_netbox_id) { return run.ElevationOf(rack_netbox_id); };
+  auto& rack_id = run.rack_id;
+  auto& rack_has_rear = run.rack_has_rear;
+  auto& elevation = run.elevation;
+  auto& drifted = run.drifted;
   // Units NetBox claims for a drifted device and dcl holds free must not stay for sale: they
   // are blocked, with a reason naming the NetBox object and this run. The racks are read
   // again, after this run's own placements and blockings.
@@ -626,7 +749,7 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
     progress.Step("drift " + what);
     if (!dry_run && reread.insert(p->rack_netbox_id).second) {
       elevation.erase(p->rack_netbox_id);
-      if (auto failed = elevation_of(p->rack_netbox_id)) return fail(*failed);
+      if (auto failed = elevation_of(p->rack_netbox_id)) return *failed;
     }
     Holders holders;
     for (const v1::ElevationSlot& s : elevation[p->rack_netbox_id].occupied()) {
@@ -659,8 +782,35 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
         // Taken between the read and this write: no longer free, so nothing left for sale.
         continue;
       }
-      if (!status.ok()) return fail(status);
+      if (!status.ok()) return status;
       ++report.counts["drift blockings"].created;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Report* out) {
+  Report& report = *out;
+  report.skipped = plan.skipped;
+  report.refused = plan.refused;
+  report.held = plan.held;
+  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings",
+                           "drift blockings"}) {
+    report.counts[kind];
+  }
+  Progress progress(
+      plan.sites.size() + plan.racks.size() + plan.devices.size() * 2 + plan.blocks.size(),
+      options.progress);
+  ApplyRun run{plan, options, report, progress, &inventory_, &occupancy_, make_context_};
+  for (grpc::Status (*phase)(ApplyRun&) :
+       {CreateSites, FindRacksAndDevices, CreateRacks, RegisterDevices, ReadElevations,
+        PlaceDevices, BlockReservations, ReportUnclaimedPlacements, BlockDriftClaims}) {
+    // A failure that is not a business refusal ends the run; what was written stays.
+    if (grpc::Status status = phase(run); !status.ok()) {
+      progress.Finish();
+      return status;
     }
   }
   progress.Finish();
