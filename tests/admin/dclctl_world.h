@@ -1,6 +1,7 @@
-// What dclctl's process tests share: an organization with nothing in it yet, served as the
-// occupancy server serves it (OccupancyService and InventoryService in process), and the real
-// dclctl binary run against it with a dc-operator's token.
+// What dclctl's process tests share: an organization with nothing in it yet, served by the
+// in-process suite (tests/support/suite.h: OccupancyService and InventoryService as the
+// occupancy server serves them, beside the others), and the real dclctl binary run against it
+// with a dc-operator's token.
 #ifndef DCL_TESTS_ADMIN_DCLCTL_WORLD_H_
 #define DCL_TESTS_ADMIN_DCLCTL_WORLD_H_
 
@@ -12,40 +13,21 @@
 #include <string>
 #include <vector>
 
-#include "services/common/rpc_gate.h"
-#include "services/inventory/inventory_logic.h"
-#include "services/inventory/inventory_service.h"
-#include "services/occupancy/occupancy_logic.h"
-#include "services/occupancy/occupancy_service.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 #include "tests/support/test_db.h"
 
 namespace dcl::testing {
 
-struct DclctlWorld {
+struct DclctlWorld : SuiteWorld {
   DclctlWorld()
-      : org(CreateOrg(db, "acme")),
-        pool(db.MakePool(8)),
-        gate(*pool),
-        occupancy_logic(*pool),
-        occupancy(gate, occupancy_logic),
-        inventory_logic(*pool),
-        inventory(gate, inventory_logic),
-        server(pool.get(), {{"dcl.v1.OccupancyService", &occupancy},
-                            {"dcl.v1.InventoryService", &inventory}}),
-        operator_token(CreateTokenFor(db, org, Role::kDcOperator)) {}
+      : SuiteWorld(/*pool_size=*/8),
+        server(InProcessSuite::server()),
+        operator_token(Token(Role::kDcOperator)) {}
 
-  TestDatabase db;
-  std::string org;
-  std::unique_ptr<DbPool> pool;
-  RpcGate gate;
-  occupancy::OccupancyLogic occupancy_logic;
-  occupancy::OccupancyServiceImpl occupancy;
-  inventory::InventoryLogic inventory_logic;
-  inventory::InventoryServiceImpl inventory;
-  InProcessServer server;
+  InProcessServer& server;
   std::string operator_token;
 };
 

@@ -48,6 +48,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "schema/migrator.h"
 #include "tests/faults/pg_cluster.h"

@@ -14,14 +14,10 @@
 #include "dcl/v1/inventory.grpc.pb.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "services/common/grpc_status.h"
-#include "services/common/rpc_gate.h"
-#include "services/inventory/inventory_logic.h"
-#include "services/inventory/inventory_service.h"
-#include "services/occupancy/occupancy_logic.h"
-#include "services/occupancy/occupancy_service.h"
 #include "tests/support/barrier.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 #include "tests/support/test_db.h"
 
 namespace dcl {
@@ -33,44 +29,24 @@ using OS = v1::OccupancyService::Stub;
 // A request id per test item: a UUID whose last group is `n`.
 std::string Id(int n) { return absl::StrCat("5e1f0c2a-7b3d-4e8f-9a10-", 100000000000 + n); }
 
-class World {
+// The services behind one in-process server (tests/support/suite.h), one organization ("acme")
+// with an operator's token and a site with a rack, and a second organization ("globex").
+class World : public testing::SuiteWorld {
  public:
-  World()
-      : pool_(db.MakePool(16)),
-        gate_(*pool_),
-        inventory_logic_(*pool_),
-        occupancy_logic_(*pool_),
-        inventory_(gate_, inventory_logic_),
-        occupancy_(gate_, occupancy_logic_),
-        server_(pool_.get(), {{"dcl.v1.InventoryService", &inventory_},
-                              {"dcl.v1.OccupancyService", &occupancy_}}),
-        inventory(v1::InventoryService::NewStub(server_.Channel())),
-        occupancy(v1::OccupancyService::NewStub(server_.Channel())) {
-    org = testing::CreateOrg(db, "acme");
+  World() {
     other_org = testing::CreateOrg(db, "globex");
-    op = testing::CreateTokenFor(db, org, Role::kDcOperator);
+    op = Token(Role::kDcOperator);
     other_op = testing::CreateTokenFor(db, other_org, Role::kDcOperator);
     site = Site(op, "FRA1");
     rack = Rack(op, site, "R1");
   }
 
-  struct Call {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    grpc::Status status;
-    bool replay() const {
-      const auto& headers = ctx->GetServerInitialMetadata();
-      auto it = headers.find(kReplayHeader);
-      return it != headers.end() && std::string(it->second.data(), it->second.size()) == "true";
-    }
-  };
+  using Call = testing::Call;
 
   template <typename Stub, typename Req, typename Resp>
   Call Invoke(Stub& stub, grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
               const std::string& token, const Req& req, Resp* resp) {
-    Call call;
-    call.ctx = testing::ContextWithToken(token);
-    call.status = (stub.*method)(call.ctx.get(), req, resp);
-    return call;
+    return testing::Invoke(stub, method, token, req, resp);
   }
 
   std::string Site(const std::string& token, const std::string& name) {
@@ -137,21 +113,7 @@ class World {
     return db.Count("SELECT count(*) FROM bookings WHERE released_at IS NULL");
   }
 
-  testing::TestDatabase db;
-
- private:
-  std::unique_ptr<DbPool> pool_;
-  RpcGate gate_;
-  inventory::InventoryLogic inventory_logic_;
-  occupancy::OccupancyLogic occupancy_logic_;
-  inventory::InventoryServiceImpl inventory_;
-  occupancy::OccupancyServiceImpl occupancy_;
-  testing::InProcessServer server_;
-
- public:
-  std::unique_ptr<v1::InventoryService::Stub> inventory;
-  std::unique_ptr<v1::OccupancyService::Stub> occupancy;
-  std::string org, other_org, op, other_op, site, rack;
+  std::string other_org, op, other_op, site, rack;
 };
 
 v1::ErrorDetail DetailOf(const grpc::Status& status) {

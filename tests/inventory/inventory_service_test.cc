@@ -21,18 +21,10 @@
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "dcl/v1/reservation.grpc.pb.h"
 #include "services/common/grpc_status.h"
-#include "services/common/rpc_gate.h"
-#include "services/inventory/inventory_logic.h"
-#include "services/inventory/inventory_service.h"
-#include "services/moves/move_logic.h"
-#include "services/moves/move_service.h"
-#include "services/occupancy/occupancy_logic.h"
-#include "services/occupancy/occupancy_service.h"
-#include "services/reservation/reservation_logic.h"
-#include "services/reservation/reservation_service.h"
 #include "tests/support/barrier.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 #include "tests/support/test_db.h"
 
 namespace dcl {
@@ -40,54 +32,24 @@ namespace {
 
 using IS = v1::InventoryService::Stub;
 
-// Every service behind one in-process server, one organization ("acme") with operator and
-// commerce tokens, and a second organization ("globex") for foreign ids.
-class World {
+// Every service behind one in-process server (tests/support/suite.h), one organization ("acme")
+// with operator and commerce tokens, and a second organization ("globex") for foreign ids.
+class World : public testing::SuiteWorld {
  public:
-  World()
-      : pool_(db.MakePool(16)),
-        gate_(*pool_),
-        inventory_logic_(*pool_),
-        occupancy_logic_(*pool_),
-        reservation_logic_(*pool_, reservation::ReservationOptions{}),
-        move_logic_(*pool_),
-        inventory_(gate_, inventory_logic_),
-        occupancy_(gate_, occupancy_logic_),
-        reservation_(gate_, reservation_logic_),
-        moves_(gate_, move_logic_),
-        server_(pool_.get(), {{"dcl.v1.InventoryService", &inventory_},
-                              {"dcl.v1.OccupancyService", &occupancy_},
-                              {"dcl.v1.ReservationService", &reservation_},
-                              {"dcl.v1.MoveService", &moves_}}),
-        inventory(v1::InventoryService::NewStub(server_.Channel())),
-        occupancy(v1::OccupancyService::NewStub(server_.Channel())),
-        reservations(v1::ReservationService::NewStub(server_.Channel())),
-        moves(v1::MoveService::NewStub(server_.Channel())) {
-    org = testing::CreateOrg(db, "acme");
+  World() {
     other_org = testing::CreateOrg(db, "globex");
-    op = testing::CreateTokenFor(db, org, Role::kDcOperator);
-    commerce = testing::CreateTokenFor(db, org, Role::kCommerce);
+    op = Token(Role::kDcOperator);
+    commerce = Token(Role::kCommerce);
     other_op = testing::CreateTokenFor(db, other_org, Role::kDcOperator);
   }
 
   // A call whose response headers can be read afterwards.
-  struct Call {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    grpc::Status status;
-    bool replay() const {
-      const auto& headers = ctx->GetServerInitialMetadata();
-      auto it = headers.find(kReplayHeader);
-      return it != headers.end() && std::string(it->second.data(), it->second.size()) == "true";
-    }
-  };
+  using Call = testing::Call;
 
   template <typename Req, typename Resp>
   Call Invoke(grpc::Status (IS::*method)(grpc::ClientContext*, const Req&, Resp*),
               const std::string& token, const Req& req, Resp* resp) {
-    Call call;
-    call.ctx = testing::ContextWithToken(token);
-    call.status = (inventory.get()->*method)(call.ctx.get(), req, resp);
-    return call;
+    return testing::Invoke(*inventory, method, token, req, resp);
   }
 
   v1::Site Site(const std::string& name, const std::string& token = "") {
@@ -145,27 +107,7 @@ class World {
     return occupancy->PlaceDevice(testing::ContextWithToken(op).get(), req, booking);
   }
 
-  testing::TestDatabase db;
-
- private:
-  std::unique_ptr<DbPool> pool_;
-  RpcGate gate_;
-  inventory::InventoryLogic inventory_logic_;
-  occupancy::OccupancyLogic occupancy_logic_;
-  reservation::ReservationLogic reservation_logic_;
-  moves::MoveLogic move_logic_;
-  inventory::InventoryServiceImpl inventory_;
-  occupancy::OccupancyServiceImpl occupancy_;
-  reservation::ReservationServiceImpl reservation_;
-  moves::MoveServiceImpl moves_;
-  testing::InProcessServer server_;
-
- public:
-  std::unique_ptr<v1::InventoryService::Stub> inventory;
-  std::unique_ptr<v1::OccupancyService::Stub> occupancy;
-  std::unique_ptr<v1::ReservationService::Stub> reservations;
-  std::unique_ptr<v1::MoveService::Stub> moves;
-  std::string org, other_org, op, commerce, other_op;
+  std::string other_org, op, commerce, other_op;
 };
 
 v1::ErrorDetail DetailOf(const grpc::Status& status) {

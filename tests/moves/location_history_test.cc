@@ -9,10 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "dcl/v1/moves.grpc.pb.h"
 #include "services/common/grpc_status.h"
-#include "services/common/rpc_gate.h"
-#include "services/moves/move_service.h"
 #include "tests/moves/move_test_world.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 
 namespace dcl::moves {
 namespace {
@@ -23,10 +22,8 @@ using testing::MoveWorld;
 struct Served {
   explicit Served(MoveWorld& w)
       : world(w),
-        gate(*w.pool),
-        service(gate, w.logic),
-        server(w.pool.get(), {{"dcl.v1.MoveService", &service}}),
-        stub(v1::MoveService::NewStub(server.Channel())),
+        suite(*w.pool),
+        stub(suite.moves),
         token(testing::CreateTokenFor(w.db, w.org, Role::kDcOperator)) {}
 
   v1::Move Start() {
@@ -61,10 +58,8 @@ struct Served {
   }
 
   MoveWorld& world;
-  RpcGate gate;
-  MoveServiceImpl service;
-  testing::InProcessServer server;
-  std::unique_ptr<v1::MoveService::Stub> stub;
+  testing::InProcessSuite suite;
+  std::unique_ptr<v1::MoveService::Stub>& stub;
   std::string token;
 };
 

@@ -12,12 +12,9 @@
 #include "dcl/v1/moves.grpc.pb.h"
 #include "dcl/v1/reservation.grpc.pb.h"
 #include "services/common/grpc_status.h"
-#include "services/common/rpc_gate.h"
-#include "services/moves/move_service.h"
-#include "services/reservation/reservation_logic.h"
-#include "services/reservation/reservation_service.h"
 #include "tests/moves/move_test_world.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 
 namespace dcl::moves {
 namespace {
@@ -28,14 +25,9 @@ using testing::MoveWorld;
 struct Shop {
   explicit Shop(MoveWorld& w)
       : world(w),
-        gate(*w.pool),
-        reservation_logic(*w.pool, reservation::ReservationOptions{}),
-        reservation_service(gate, reservation_logic),
-        move_service(gate, w.logic),
-        server(w.pool.get(), {{"dcl.v1.ReservationService", &reservation_service},
-                              {"dcl.v1.MoveService", &move_service}}),
-        reservations(v1::ReservationService::NewStub(server.Channel())),
-        moves(v1::MoveService::NewStub(server.Channel())),
+        suite(*w.pool),
+        reservations(suite.reservations),
+        moves(suite.moves),
         commerce(testing::CreateTokenFor(w.db, w.org, Role::kCommerce)),
         dc_operator(testing::CreateTokenFor(w.db, w.org, Role::kDcOperator)) {}
 
@@ -82,13 +74,9 @@ struct Shop {
   }
 
   MoveWorld& world;
-  RpcGate gate;
-  reservation::ReservationLogic reservation_logic;
-  reservation::ReservationServiceImpl reservation_service;
-  MoveServiceImpl move_service;
-  testing::InProcessServer server;
-  std::unique_ptr<v1::ReservationService::Stub> reservations;
-  std::unique_ptr<v1::MoveService::Stub> moves;
+  testing::InProcessSuite suite;
+  std::unique_ptr<v1::ReservationService::Stub>& reservations;
+  std::unique_ptr<v1::MoveService::Stub>& moves;
   std::string commerce;
   std::string dc_operator;
 };

@@ -18,6 +18,7 @@
 #include "services/occupancy/occupancy_logic.h"
 #include "tests/support/barrier.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/site.h"
 #include "tests/support/test_db.h"
 
 namespace dcl::occupancy {
@@ -26,29 +27,7 @@ namespace {
 using testing::Barrier;
 using testing::TestDatabase;
 
-struct Site {
-  TestDatabase db;
-  std::string org;
-  std::string site;
-  std::string rack;
-  Principal op;
-  Site() {
-    org = testing::CreateOrg(db, "acme");
-    site = testing::CreateSite(db, org, "FRA1");
-    rack = testing::CreateRack(db, org, site);
-    op = testing::PrincipalFor(org, Role::kDcOperator);
-  }
-  std::string Device(int height = 1, const std::string& depth = "half") {
-    testing::DeviceSpec spec;
-    spec.height_units = height;
-    spec.depth_class = depth;
-    return testing::CreateDevice(db, org, site, spec);
-  }
-  int64_t Bookings() const { return db.Count("SELECT count(*) FROM bookings"); }
-  int64_t ActiveSlots() const {
-    return db.Count("SELECT count(*) FROM booking_slots WHERE released_at IS NULL");
-  }
-};
+using testing::Site;
 
 v1::PlaceDeviceRequest Place(const std::string& rack, const std::string& device, v1::Side side,
                              int unit) {

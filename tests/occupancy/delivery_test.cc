@@ -13,6 +13,7 @@
 #include "services/occupancy/occupancy_logic.h"
 #include "tests/support/barrier.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/site.h"
 #include "tests/support/test_db.h"
 
 namespace dcl::occupancy {
@@ -20,34 +21,25 @@ namespace {
 
 using testing::TestDatabase;
 
-struct Site {
-  TestDatabase db;
-  std::string org;
-  std::string site;
-  std::string r1;
-  std::string r2;
-  Principal op;
-  Site() {
-    org = testing::CreateOrg(db, "acme");
-    site = testing::CreateSite(db, org, "FRA1");
-    testing::RackSpec a;
-    a.name = "R101";
-    a.unit_count = 10;
-    a.power_budget_watts = 6000;
-    r1 = testing::CreateRack(db, org, site, a);
-    testing::RackSpec b;
-    b.name = "R102";
-    b.unit_count = 4;
-    r2 = testing::CreateRack(db, org, site, b);
-  }
-  std::string Device(int height, const std::string& depth, int power) {
-    testing::DeviceSpec spec;
-    spec.height_units = height;
-    spec.depth_class = depth;
-    spec.power_draw_watts = power;
-    return testing::CreateDevice(db, org, site, spec);
-  }
-  int64_t Bookings() const { return db.Count("SELECT count(*) FROM bookings"); }
+// Two racks: R101 of ten units with a 6 kW budget, R102 of four units.
+testing::RackSpec Rack101() {
+  testing::RackSpec spec;
+  spec.name = "R101";
+  spec.unit_count = 10;
+  spec.power_budget_watts = 6000;
+  return spec;
+}
+testing::RackSpec Rack102() {
+  testing::RackSpec spec;
+  spec.name = "R102";
+  spec.unit_count = 4;
+  return spec;
+}
+
+struct Site : testing::Site {
+  Site() : testing::Site({Rack101(), Rack102()}), r1(racks[0]), r2(racks[1]) {}
+  const std::string r1;
+  const std::string r2;
 };
 
 v1::ErrorDetail DetailOf(const absl::Status& status) {
@@ -66,7 +58,6 @@ v1::PlanDeliveryRequest Request(const Site& s, const std::vector<std::string>& d
 TEST_CASE("a plan names the rack, side and units of each item, the figures per rack, and writes "
           "nothing") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(2);
   OccupancyLogic logic(*pool);
   // R101 already draws 5,400 W.
@@ -103,7 +94,6 @@ TEST_CASE("a plan names the rack, side and units of each item, the figures per r
 
 TEST_CASE("an item that fits nowhere says why, per rack and dimension") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(2);
   OccupancyLogic logic(*pool);
   const std::string hungry = s.Device(1, "full", 5400);
@@ -125,7 +115,6 @@ TEST_CASE("an item that fits nowhere says why, per rack and dimension") {
 
 TEST_CASE("a delivery's bad input is refused before anything is read or written") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(2);
   OccupancyLogic logic(*pool);
   v1::DeliveryPlan plan;
@@ -150,7 +139,6 @@ TEST_CASE("a delivery's bad input is refused before anything is read or written"
 
 TEST_CASE("a delivery is reserved in one step and placed server by server out of it") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(2);
   OccupancyLogic logic(*pool);
   const std::vector<std::string> devices = {s.Device(2, "half", 300), s.Device(1, "full", 300),
@@ -193,7 +181,6 @@ TEST_CASE("a delivery is reserved in one step and placed server by server out of
 
 TEST_CASE("a booking that lands between plan and reserve fails the whole delivery, units named") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(2);
   OccupancyLogic logic(*pool);
   v1::DeliveryPlan plan;
@@ -230,7 +217,6 @@ TEST_CASE("a booking that lands between plan and reserve fails the whole deliver
 
 TEST_CASE("a delivery colliding in many racks names the first units of three and counts the rest") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(1);
   OccupancyLogic logic(*pool);
   // Eight racks; in each, units the stale plan put an item on were blocked since: U3 front,
@@ -280,7 +266,6 @@ TEST_CASE("a delivery colliding in many racks names the first units of three and
 
 TEST_CASE("two reservations of one plan at once: one delivery reserved, the other names units") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto setup = s.db.MakePool(1);
   OccupancyLogic logic(*setup);
   v1::DeliveryPlan plan;
@@ -317,7 +302,6 @@ TEST_CASE("two reservations of one plan at once: one delivery reserved, the othe
 
 TEST_CASE("a delivery that does not fit whole is refused NO_CAPACITY and reserves nothing") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(2);
   OccupancyLogic logic(*pool);
   v1::ReserveDeliveryRequest reserve;
@@ -332,7 +316,6 @@ TEST_CASE("a delivery that does not fit whole is refused NO_CAPACITY and reserve
 
 TEST_CASE("the sweeper releases a lapsed delivery's reservations like any other") {
   Site s;
-  s.op = testing::PrincipalFor(s.org, Role::kDcOperator);
   auto pool = s.db.MakePool(2);
   OccupancyLogic logic(*pool);
   v1::ReserveDeliveryRequest reserve;

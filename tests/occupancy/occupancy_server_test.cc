@@ -10,32 +10,20 @@
 #include "absl/strings/str_replace.h"
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "services/common/grpc_status.h"
-#include "services/common/rpc_gate.h"
 #include "services/moves/move_logic.h"
 #include "services/occupancy/occupancy_logic.h"
-#include "services/occupancy/occupancy_service.h"
 #include "tests/support/barrier.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 #include "tests/support/test_db.h"
 
 namespace dcl::occupancy {
 namespace {
 
-// One organization's occupancy service behind a real in-process server.
-struct OccupancyServer {
-  explicit OccupancyServer(DbPool& pool)
-      : gate(pool),
-        logic(pool),
-        service(gate, logic),
-        server(&pool, {{"dcl.v1.OccupancyService", &service}}),
-        stub(v1::OccupancyService::NewStub(server.Channel())) {}
-  RpcGate gate;
-  OccupancyLogic logic;
-  OccupancyServiceImpl service;
-  testing::InProcessServer server;
-  std::unique_ptr<v1::OccupancyService::Stub> stub;
-};
+// The occupancy service as its server runs it, behind a real in-process server (with the other
+// services beside it: tests/support/suite.h).
+using OccupancyServer = testing::InProcessSuite;
 
 TEST_CASE("a dc-operator places a device over gRPC and a second placement reads UNIT_OCCUPIED") {
   testing::TestDatabase db;
@@ -52,7 +40,7 @@ TEST_CASE("a dc-operator places a device over gRPC and a second placement reads 
 
   auto pool = db.MakePool(4);
   OccupancyServer s(*pool);
-  auto& stub = s.stub;
+  auto& stub = s.occupancy;
 
   v1::PlaceDeviceRequest req;
   req.set_rack_id(rack);
@@ -110,7 +98,7 @@ TEST_CASE("two gRPC clients placing at front U9 at once: one booking, one UNIT_O
     std::thread clients[2];
     for (int c = 0; c < 2; ++c) {
       clients[c] = std::thread([&, c] {
-        auto stub = v1::OccupancyService::NewStub(s.server.Channel());
+        auto stub = v1::OccupancyService::NewStub(s.Channel());
         v1::PlaceDeviceRequest req;
         req.set_rack_id(rack);
         req.set_device_id(devices[c]);
@@ -175,21 +163,21 @@ TEST_CASE(
       place.set_device_id(device);
       place.set_side(v1::SIDE_FRONT);
       place.set_unit(unit);
-      CHECK(field_of(s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place,
+      CHECK(field_of(s.occupancy->PlaceDevice(testing::ContextWithToken(token).get(), place,
                                          &booking)) == "unit");
       v1::BlockUnitsRequest block;
       block.set_rack_id(target);
       block.set_side(v1::SIDE_FRONT);
       block.set_first_unit(1);
       block.set_last_unit(unit);
-      CHECK(field_of(s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking)) ==
+      CHECK(field_of(s.occupancy->BlockUnits(testing::ContextWithToken(token).get(), block, &booking)) ==
             "last_unit");
       v1::ReserveUnitsRequest reserve;
       reserve.set_rack_id(target);
       reserve.set_both_sides(true);
       reserve.set_first_unit(unit);
       reserve.set_last_unit(2);
-      CHECK(field_of(s.stub->ReserveUnits(testing::ContextWithToken(token).get(), reserve,
+      CHECK(field_of(s.occupancy->ReserveUnits(testing::ContextWithToken(token).get(), reserve,
                                           &booking)) == "first_unit");
       v1::PlanBookingRequest plan;
       plan.mutable_booking()->set_rack_id(target);
@@ -198,7 +186,7 @@ TEST_CASE(
       plan.mutable_booking()->set_side(v1::SIDE_FRONT);
       plan.mutable_booking()->set_first_unit(unit);
       v1::PlanBookingResponse planned;
-      CHECK(field_of(s.stub->PlanBooking(testing::ContextWithToken(token).get(), plan, &planned)) ==
+      CHECK(field_of(s.occupancy->PlanBooking(testing::ContextWithToken(token).get(), plan, &planned)) ==
             "booking.first_unit");
     }
   }
@@ -212,16 +200,16 @@ TEST_CASE(
   place.set_unit(999);
   v1::Booking booking;
   grpc::Status outside =
-      s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking);
+      s.occupancy->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking);
   CHECK(outside.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
   CHECK(ErrorDetailFromGrpc(outside)->reason() == v1::OUT_OF_BOUNDS);
   place.set_unit(42);  // the far end of a 2U device is U43
-  outside = s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking);
+  outside = s.occupancy->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking);
   CHECK(ErrorDetailFromGrpc(outside)->reason() == v1::OUT_OF_BOUNDS);
 
   // And the same server still places.
   place.set_unit(41);
-  REQUIRE(s.stub->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking).ok());
+  REQUIRE(s.occupancy->PlaceDevice(testing::ContextWithToken(token).get(), place, &booking).ok());
   CHECK(booking.slots_size() == 4);
 }
 
@@ -240,7 +228,7 @@ TEST_CASE("ReserveUnits and BlockUnits on both sides need no side") {
   reserve.set_last_unit(4);
   v1::Booking booking;
   grpc::Status status =
-      s.stub->ReserveUnits(testing::ContextWithToken(token).get(), reserve, &booking);
+      s.occupancy->ReserveUnits(testing::ContextWithToken(token).get(), reserve, &booking);
   INFO(status.error_message());
   REQUIRE(status.ok());
   CHECK(booking.slots_size() == 4);
@@ -249,14 +237,14 @@ TEST_CASE("ReserveUnits and BlockUnits on both sides need no side") {
   block.set_both_sides(true);
   block.set_first_unit(5);
   block.set_last_unit(5);
-  REQUIRE(s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking).ok());
+  REQUIRE(s.occupancy->BlockUnits(testing::ContextWithToken(token).get(), block, &booking).ok());
   CHECK(booking.slots_size() == 2);
   // One side without a side is still refused.
   block.set_both_sides(false);
   block.set_first_unit(6);
   block.set_last_unit(6);
   grpc::Status no_side =
-      s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking);
+      s.occupancy->BlockUnits(testing::ContextWithToken(token).get(), block, &booking);
   CHECK(no_side.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
 }
 
@@ -286,7 +274,7 @@ TEST_CASE(
     place.set_unit(10);
     v1::Booking booking;
     REQUIRE(
-        s.stub->PlaceDevice(testing::ContextWithToken(their_token).get(), place, &booking).ok());
+        s.occupancy->PlaceDevice(testing::ContextWithToken(their_token).get(), place, &booking).ok());
   }
   const std::string unknown = "6f1c2a3b-0000-4000-8000-00000000beef";
 
@@ -312,7 +300,7 @@ TEST_CASE(
     place.set_side(v1::SIDE_FRONT);
     place.set_unit(41);  // a 3U device would not fit here: no bounds may be computed from it
     v1::Booking booking;
-    return s.stub->PlaceDevice(testing::ContextWithToken(my_token).get(), place, &booking);
+    return s.occupancy->PlaceDevice(testing::ContextWithToken(my_token).get(), place, &booking);
   };
   v1::PlanBookingResponse planned;
   const std::function<grpc::Status(const std::string&)> plan_booking = [&](const std::string& id) {
@@ -323,7 +311,7 @@ TEST_CASE(
     plan.mutable_booking()->set_side(v1::SIDE_FRONT);
     plan.mutable_booking()->set_first_unit(5);
     planned.Clear();
-    return s.stub->PlanBooking(testing::ContextWithToken(my_token).get(), plan, &planned);
+    return s.occupancy->PlanBooking(testing::ContextWithToken(my_token).get(), plan, &planned);
   };
   for (const auto* call : {&place_device, &plan_booking}) {
     const std::string for_unknown = answer(*call, unknown);
@@ -354,7 +342,7 @@ TEST_CASE(
   block.set_last_unit(1);
   block.set_reason("\xed\xa0\x80");  // a UTF-16 surrogate: not UTF-8
   v1::Booking booking;
-  grpc::Status status = s.stub->BlockUnits(testing::ContextWithToken(token).get(), block, &booking);
+  grpc::Status status = s.occupancy->BlockUnits(testing::ContextWithToken(token).get(), block, &booking);
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   auto detail = ErrorDetailFromGrpc(status);
   REQUIRE(detail.has_value());
@@ -383,7 +371,7 @@ TEST_CASE(
 
   auto pool = db.MakePool(4);
   OccupancyServer s(*pool);
-  auto& stub = s.stub;
+  auto& stub = s.occupancy;
 
   v1::PlaceDeviceRequest place;
   place.set_rack_id(source_rack);
@@ -474,7 +462,7 @@ TEST_CASE("capacity over gRPC: a device without figures is unknown, and counted 
 
   auto pool = db.MakePool(4);
   OccupancyServer s(*pool);
-  auto& stub = s.stub;
+  auto& stub = s.occupancy;
 
   v1::PlaceDeviceRequest place;
   place.set_rack_id(rack);

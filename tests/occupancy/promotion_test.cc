@@ -17,6 +17,7 @@
 #include "services/occupancy/occupancy_logic.h"
 #include "tests/support/barrier.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/site.h"
 #include "tests/support/test_db.h"
 
 namespace dcl::occupancy {
@@ -25,37 +26,20 @@ namespace {
 using testing::Barrier;
 using testing::TestDatabase;
 
-struct Site {
-  TestDatabase db;
-  std::string org;
-  std::string site;
-  std::string rack;
-  Principal op;
-  Site() {
-    org = testing::CreateOrg(db, "acme");
-    site = testing::CreateSite(db, org, "FRA1");
-    rack = testing::CreateRack(db, org, site);
-    op = testing::PrincipalFor(org, Role::kDcOperator);
-  }
-  std::string Device(int height = 1, const std::string& depth = "half") {
-    testing::DeviceSpec spec;
-    spec.height_units = height;
-    spec.depth_class = depth;
-    return testing::CreateDevice(db, org, site, spec);
-  }
-  // (side, unit) → "ctid xmin booking_id released_at" of every slot row of the rack.
-  std::map<std::string, std::string> SlotRows() const {
-    std::map<std::string, std::string> rows;
-    for (const auto& r : db.Exec("SELECT side || ' ' || unit, ctid::text || ' ' || xmin::text, "
+using testing::Site;
+
+// (side, unit) → "ctid xmin booking_id released_at" of every slot row of the site's rack.
+std::map<std::string, std::string> SlotRows(const Site& s) {
+  std::map<std::string, std::string> rows;
+  for (const auto& r : s.db.Exec("SELECT side || ' ' || unit, ctid::text || ' ' || xmin::text, "
                                  "booking_id::text, coalesce(released_at::text, 'active') "
                                  "FROM booking_slots WHERE rack_id = '" +
-                                 rack + "'")) {
-      rows[r[0].as<std::string>()] = r[1].as<std::string>() + " " + r[2].as<std::string>() + " " +
-                                     r[3].as<std::string>();
-    }
-    return rows;
+                                 s.rack + "'")) {
+    rows[r[0].as<std::string>()] = r[1].as<std::string>() + " " + r[2].as<std::string>() + " " +
+                                   r[3].as<std::string>();
   }
-};
+  return rows;
+}
 
 v1::Booking Reserve(OccupancyLogic& logic, const Site& s, v1::Side side, bool both, int first,
                     int last, int64_t ttl_seconds = 0) {
@@ -163,7 +147,7 @@ TEST_CASE("a device placed into its whole reservation: same booking id, same slo
   OccupancyLogic logic(*pool);
   const v1::Booking reservation = Reserve(logic, s, v1::SIDE_UNSPECIFIED, true, 10, 11);
   const std::string device = s.Device(2, "full");
-  const std::map<std::string, std::string> before = s.SlotRows();
+  const std::map<std::string, std::string> before = SlotRows(s);
   REQUIRE(before.size() == 4);
 
   v1::Booking placed;
@@ -178,7 +162,7 @@ TEST_CASE("a device placed into its whole reservation: same booking id, same slo
   CHECK(placed.slots_size() == 4);
   // Not one slot row was written: same physical row (ctid), same inserting transaction (xmin),
   // same booking, still active.
-  CHECK(s.SlotRows() == before);
+  CHECK(SlotRows(s) == before);
   CHECK(s.db.Count("SELECT count(*) FROM bookings") == 1);
   CHECK(s.db.Scalar("SELECT kind FROM bookings WHERE id = '" + reservation.id() + "'") ==
         "placement");
@@ -202,7 +186,7 @@ TEST_CASE("a release that names the reservation it saw does not release the plac
                        &placed)
           .ok());
   REQUIRE(placed.id() == reservation.id());
-  const std::map<std::string, std::string> before = s.SlotRows();
+  const std::map<std::string, std::string> before = SlotRows(s);
 
   // What a screen that still shows the reservation sends: refused, nothing released.
   v1::ReleaseBookingRequest stale;
@@ -216,7 +200,7 @@ TEST_CASE("a release that names the reservation it saw does not release the plac
   CHECK(detail.reason() == v1::WRONG_STATE);
   CHECK(detail.metadata().at("kind") == "placement");
   CHECK(detail.metadata().at("expected_kind") == "reservation");
-  CHECK(s.SlotRows() == before);
+  CHECK(SlotRows(s) == before);
   CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE released_at IS NULL") == 1);
 
   // A kind outside the enum is bad input, not a kind that never matches.
@@ -242,7 +226,7 @@ TEST_CASE("a release waiting for a whole promotion releases nothing once the pro
   OccupancyLogic releaser(*pool2);
   const v1::Booking reservation = Reserve(setup, s, v1::SIDE_FRONT, false, 30, 30);
   const std::string device = s.Device(1, "half");
-  const std::map<std::string, std::string> before = s.SlotRows();
+  const std::map<std::string, std::string> before = SlotRows(s);
   OpenPromotion promotion(*pool1, s, reservation.id(), device, 30);
   REQUIRE(promotion.Promoted());
   // The promotion has run, not committed: the release reads a reservation (its checks are a
@@ -265,7 +249,7 @@ TEST_CASE("a release waiting for a whole promotion releases nothing once the pro
   CHECK(released.code() == absl::StatusCode::kFailedPrecondition);
   CHECK(DetailOf(released).reason() == v1::WRONG_STATE);
   CHECK(DetailOf(released).metadata().at("kind") == "placement");
-  CHECK(s.SlotRows() == before);
+  CHECK(SlotRows(s) == before);
   CHECK(s.db.Scalar("SELECT kind || ' ' || (released_at IS NULL) FROM bookings WHERE id = '" +
                     reservation.id() + "'") == "placement true");
 }
@@ -350,7 +334,7 @@ TEST_CASE("devices covering parts of a reservation take their units, the rest st
   auto pool = s.db.MakePool(1);
   OccupancyLogic logic(*pool);
   const v1::Booking reservation = Reserve(logic, s, v1::SIDE_FRONT, false, 1, 6);
-  const std::map<std::string, std::string> before = s.SlotRows();
+  const std::map<std::string, std::string> before = SlotRows(s);
   REQUIRE(before.size() == 6);
 
   // Three 2U half-depth servers, out of order; the last one takes what remains.
@@ -372,7 +356,7 @@ TEST_CASE("devices covering parts of a reservation take their units, the rest st
         "x.released_at IS NULL");
     CHECK(still_reserved == 6 - 2 * static_cast<int64_t>(i + 1));
     // Every slot row of the rack is the one ReserveUnits wrote, active, none added, none freed.
-    const std::map<std::string, std::string> now = s.SlotRows();
+    const std::map<std::string, std::string> now = SlotRows(s);
     REQUIRE(now.size() == 6);
     for (const auto& [slot, row] : now) CHECK(row.substr(row.size() - 6) == "active");
   }
@@ -381,7 +365,7 @@ TEST_CASE("devices covering parts of a reservation take their units, the rest st
   // The last device covered everything the reservation still held: promoted in place, its
   // slot rows untouched since ReserveUnits wrote them.
   CHECK(placed[2].id() == reservation.id());
-  const std::map<std::string, std::string> after = s.SlotRows();
+  const std::map<std::string, std::string> after = SlotRows(s);
   CHECK(after.at("front 5") == before.at("front 5"));
   CHECK(after.at("front 6") == before.at("front 6"));
   CHECK(s.db.Count("SELECT count(*) FROM booking_slots WHERE released_at IS NOT NULL") == 0);
@@ -398,7 +382,7 @@ TEST_CASE("a device that does not fit its reservation is refused naming the unit
   auto pool = s.db.MakePool(1);
   OccupancyLogic logic(*pool);
   const v1::Booking reservation = Reserve(logic, s, v1::SIDE_FRONT, false, 20, 23);
-  const std::map<std::string, std::string> before = s.SlotRows();
+  const std::map<std::string, std::string> before = SlotRows(s);
   v1::Booking out;
 
   SECTION("a full-depth device needs the rear the reservation does not hold") {
@@ -468,7 +452,7 @@ TEST_CASE("a device that does not fit its reservation is refused naming the unit
     CHECK(st.code() == absl::StatusCode::kInvalidArgument);
   }
   // Whatever the refusal, the reservation is exactly as it was.
-  const std::map<std::string, std::string> after = s.SlotRows();
+  const std::map<std::string, std::string> after = SlotRows(s);
   for (const auto& [slot, row] : before) CHECK(after.at(slot) == row);
   CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE kind = 'placement'") == 0);
 }
@@ -482,12 +466,12 @@ TEST_CASE("a device already placed elsewhere is refused by the device index, the
   REQUIRE(logic.PlaceDevice(s.op, PlaceInto(s.rack, device, v1::SIDE_FRONT, 40, ""), &placed).ok());
   for (int last : {5, 6}) {  // whole reservation (header update) and part (new header)
     const v1::Booking reservation = Reserve(logic, s, v1::SIDE_FRONT, false, 5, last);
-    const std::map<std::string, std::string> before = s.SlotRows();
+    const std::map<std::string, std::string> before = SlotRows(s);
     v1::Booking out;
     absl::Status st = logic.PlaceDevice(
         s.op, PlaceInto(s.rack, device, v1::SIDE_FRONT, 5, reservation.id()), &out);
     CHECK(DetailOf(st).reason() == v1::DEVICE_ALREADY_PLACED);
-    CHECK(s.SlotRows() == before);
+    CHECK(SlotRows(s) == before);
     v1::ReleaseBookingRequest release;
     release.set_booking_id(reservation.id());
     v1::Booking released;

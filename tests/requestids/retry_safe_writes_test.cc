@@ -19,16 +19,10 @@
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "dcl/v1/reservation.grpc.pb.h"
 #include "services/common/grpc_status.h"
-#include "services/common/rpc_gate.h"
-#include "services/moves/move_logic.h"
-#include "services/moves/move_service.h"
-#include "services/occupancy/occupancy_logic.h"
-#include "services/occupancy/occupancy_service.h"
-#include "services/reservation/reservation_logic.h"
-#include "services/reservation/reservation_service.h"
 #include "tests/support/barrier.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 #include "tests/support/test_db.h"
 
 namespace dcl {
@@ -36,29 +30,12 @@ namespace {
 
 using google::protobuf::Message;
 
-// The three services behind one in-process server; one organization with operator and commerce
-// tokens; seed helpers that go through SQL fixtures or through RPCs called without request ids.
-class World {
+// The services behind one in-process server (tests/support/suite.h); one organization with
+// operator and commerce tokens; seed helpers that go through SQL fixtures or through RPCs called
+// without request ids.
+class World : public testing::SuiteWorld {
  public:
-  World()
-      : pool_(db.MakePool(16)),
-        gate_(*pool_),
-        occupancy_logic_(*pool_),
-        reservation_logic_(*pool_, reservation::ReservationOptions{}),
-        move_logic_(*pool_),
-        occupancy_(gate_, occupancy_logic_),
-        reservation_(gate_, reservation_logic_),
-        moves_(gate_, move_logic_),
-        server_(pool_.get(), {{"dcl.v1.OccupancyService", &occupancy_},
-                              {"dcl.v1.ReservationService", &reservation_},
-                              {"dcl.v1.MoveService", &moves_}}),
-        occupancy(v1::OccupancyService::NewStub(server_.Channel())),
-        reservations(v1::ReservationService::NewStub(server_.Channel())),
-        moves(v1::MoveService::NewStub(server_.Channel())) {
-    org = testing::CreateOrg(db, "acme");
-    op = testing::CreateTokenFor(db, org, Role::kDcOperator);
-    commerce = testing::CreateTokenFor(db, org, Role::kCommerce);
-  }
+  World() : op(Token(Role::kDcOperator)), commerce(Token(Role::kCommerce)) {}
 
   int Next() { return ++serial_; }
   std::string Unique(const std::string& prefix) { return absl::StrCat(prefix, Next()); }
@@ -146,25 +123,11 @@ class World {
     return move.id();
   }
 
-  testing::TestDatabase db;
-
  private:
-  std::unique_ptr<DbPool> pool_;
-  RpcGate gate_;
-  occupancy::OccupancyLogic occupancy_logic_;
-  reservation::ReservationLogic reservation_logic_;
-  moves::MoveLogic move_logic_;
-  occupancy::OccupancyServiceImpl occupancy_;
-  reservation::ReservationServiceImpl reservation_;
-  moves::MoveServiceImpl moves_;
-  testing::InProcessServer server_;
   int serial_ = 0;
 
  public:
-  std::unique_ptr<v1::OccupancyService::Stub> occupancy;
-  std::unique_ptr<v1::ReservationService::Stub> reservations;
-  std::unique_ptr<v1::MoveService::Stub> moves;
-  std::string org, op, commerce;
+  std::string op, commerce;
 };
 
 // One write RPC as the table sees it: any request message in, status and serialized answer out.
@@ -172,7 +135,7 @@ using CallFn =
     std::function<grpc::Status(World&, grpc::ClientContext*, const Message&, std::string* answer)>;
 
 template <typename Stub, typename Req, typename Resp>
-CallFn Via(std::unique_ptr<Stub> World::*stub,
+CallFn Via(std::unique_ptr<Stub> testing::InProcessSuite::*stub,
            grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*)) {
   return
       [stub, method](World& w, grpc::ClientContext* ctx, const Message& req, std::string* answer) {
@@ -366,9 +329,7 @@ Outcome Call(World& w, const WriteCase& c, const Message& req) {
       testing::ContextWithToken(c.commerce ? w.commerce : w.op);
   Outcome out;
   out.status = c.call(w, ctx.get(), req, &out.answer);
-  const auto& headers = ctx->GetServerInitialMetadata();
-  auto it = headers.find(kReplayHeader);
-  out.replay = it != headers.end() && std::string(it->second.data(), it->second.size()) == "true";
+  out.replay = testing::Replayed(*ctx);
   return out;
 }
 

@@ -14,17 +14,9 @@
 #include "dcl/v1/occupancy.grpc.pb.h"
 #include "dcl/v1/reservation.grpc.pb.h"
 #include "services/common/grpc_status.h"
-#include "services/common/rpc_gate.h"
-#include "services/inventory/inventory_logic.h"
-#include "services/inventory/inventory_service.h"
-#include "services/moves/move_logic.h"
-#include "services/moves/move_service.h"
-#include "services/occupancy/occupancy_logic.h"
-#include "services/occupancy/occupancy_service.h"
-#include "services/reservation/reservation_logic.h"
-#include "services/reservation/reservation_service.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
+#include "tests/support/suite.h"
 #include "tests/support/test_db.h"
 
 namespace dcl {
@@ -38,47 +30,7 @@ struct Ids {
 };
 
 // All four services behind one in-process server, as their binaries would run them.
-class Suite {
- public:
-  explicit Suite(DbPool& pool)
-      : gate_(pool),
-        reservation_logic_(pool, reservation::ReservationOptions{}),
-        occupancy_logic_(pool),
-        move_logic_(pool),
-        inventory_logic_(pool),
-        reservation_(gate_, reservation_logic_),
-        occupancy_(gate_, occupancy_logic_),
-        moves_(gate_, move_logic_),
-        inventory_(gate_, inventory_logic_),
-        server_(&pool, {{"dcl.v1.ReservationService", &reservation_},
-                        {"dcl.v1.OccupancyService", &occupancy_},
-                        {"dcl.v1.MoveService", &moves_},
-                        {"dcl.v1.InventoryService", &inventory_}}),
-        channel_(server_.Channel()),
-        reservations(v1::ReservationService::NewStub(channel_)),
-        occupancy(v1::OccupancyService::NewStub(channel_)),
-        moves(v1::MoveService::NewStub(channel_)),
-        inventory(v1::InventoryService::NewStub(channel_)) {}
-
- private:
-  RpcGate gate_;
-  reservation::ReservationLogic reservation_logic_;
-  occupancy::OccupancyLogic occupancy_logic_;
-  moves::MoveLogic move_logic_;
-  inventory::InventoryLogic inventory_logic_;
-  reservation::ReservationServiceImpl reservation_;
-  occupancy::OccupancyServiceImpl occupancy_;
-  moves::MoveServiceImpl moves_;
-  inventory::InventoryServiceImpl inventory_;
-  testing::InProcessServer server_;
-  std::shared_ptr<grpc::Channel> channel_;
-
- public:
-  std::unique_ptr<v1::ReservationService::Stub> reservations;
-  std::unique_ptr<v1::OccupancyService::Stub> occupancy;
-  std::unique_ptr<v1::MoveService::Stub> moves;
-  std::unique_ptr<v1::InventoryService::Stub> inventory;
-};
+using Suite = testing::InProcessSuite;
 
 using Call = std::function<grpc::Status(Suite&, const std::string& token, const Ids&)>;
 
