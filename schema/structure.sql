@@ -53,6 +53,140 @@ END
 $$;
 
 
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: bookings; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bookings (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid NOT NULL,
+    site_id uuid NOT NULL,
+    rack_id uuid NOT NULL,
+    kind text NOT NULL,
+    device_id uuid,
+    front boolean NOT NULL,
+    rear boolean NOT NULL,
+    first_unit integer NOT NULL,
+    last_unit integer NOT NULL,
+    expires_at timestamp with time zone,
+    created_by text NOT NULL,
+    reason text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    released_at timestamp with time zone,
+    released_by text,
+    release_reason text,
+    power_watts bigint,
+    power_ports bigint,
+    feed_ids uuid[],
+    CONSTRAINT bookings_created_by_nonempty CHECK ((created_by <> ''::text)),
+    CONSTRAINT bookings_kind_valid CHECK ((kind = ANY (ARRAY['placement'::text, 'blocking'::text, 'move_hold'::text, 'reservation'::text]))),
+    CONSTRAINT bookings_placement_needs_device CHECK (((kind <> 'placement'::text) OR (device_id IS NOT NULL))),
+    CONSTRAINT bookings_placement_never_expires CHECK (((kind <> 'placement'::text) OR (expires_at IS NULL))),
+    CONSTRAINT bookings_power_ports_nonnegative CHECK ((power_ports >= 0)),
+    CONSTRAINT bookings_power_watts_nonnegative CHECK ((power_watts >= 0)),
+    CONSTRAINT bookings_range_ordered CHECK ((first_unit <= last_unit)),
+    CONSTRAINT bookings_released_consistent CHECK (((released_at IS NULL) = (released_by IS NULL))),
+    CONSTRAINT bookings_reservation_expires CHECK (((kind <> 'reservation'::text) OR (expires_at IS NOT NULL))),
+    CONSTRAINT bookings_some_side CHECK ((front OR rear))
+);
+
+
+--
+-- Name: dcl_booking_contribution(public.bookings); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_booking_contribution(b public.bookings) RETURNS TABLE(dimension text, key text, amount bigint)
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT c.dimension, c.key, c.amount
+    FROM dcl_capacity_contribution(b.rack_id, b.power_watts, b.power_ports, b.feed_ids) c
+   WHERE b.released_at IS NULL AND b.device_id IS NOT NULL
+     AND b.kind IN ('placement', 'move_hold')
+$$;
+
+
+--
+-- Name: dcl_bookings_apply_budget(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_bookings_apply_budget() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+  -- No budget row, no rule: the rack's bookings change nothing here. A rebuild that adds rows
+  -- locks the rack FOR UPDATE and so waits for a device booking in flight (which holds it FOR
+  -- KEY SHARE) and then counts it.
+  IF NOT EXISTS (SELECT 1 FROM rack_budgets WHERE rack_id = NEW.rack_id) THEN
+    RETURN NULL;
+  END IF;
+  -- Lock first, in order; then change. (One statement cannot promise the order of its locks.)
+  PERFORM 1
+     FROM rack_budgets b
+    WHERE (b.rack_id, b.dimension, b.key) IN (
+            SELECT NEW.rack_id, x.dimension, x.key FROM dcl_booking_contribution(NEW) x
+            UNION ALL
+            SELECT OLD.rack_id, x.dimension, x.key FROM dcl_booking_contribution(OLD) x
+             WHERE TG_OP = 'UPDATE')
+    ORDER BY b.rack_id, b.dimension, b.key
+      FOR UPDATE;
+  UPDATE rack_budgets b
+     SET used = b.used + d.amount
+    FROM (SELECT c.rack_id, c.dimension, c.key, sum(c.amount) AS amount
+            FROM (SELECT NEW.rack_id AS rack_id, x.dimension, x.key, x.amount
+                    FROM dcl_booking_contribution(NEW) x
+                  UNION ALL
+                  SELECT OLD.rack_id, x.dimension, x.key, -x.amount
+                    FROM dcl_booking_contribution(OLD) x
+                   WHERE TG_OP = 'UPDATE') c
+           GROUP BY 1, 2, 3
+          HAVING sum(c.amount) <> 0) d
+   WHERE b.rack_id = d.rack_id AND b.dimension = d.dimension AND b.key = d.key;
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: dcl_bookings_figures(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_bookings_figures() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_device devices;
+BEGIN
+  IF NEW.device_id IS NULL OR NEW.kind NOT IN ('placement', 'move_hold')
+     OR NEW.released_at IS NOT NULL THEN
+    RETURN NEW;
+  END IF;
+  IF TG_OP = 'UPDATE' AND OLD.device_id IS NOT DISTINCT FROM NEW.device_id
+     AND OLD.kind IN ('placement', 'move_hold') AND OLD.released_at IS NULL THEN
+    RETURN NEW;  -- a move hold becoming a placement of the same device: its figures stay
+  END IF;
+  PERFORM 1 FROM racks WHERE id = NEW.rack_id FOR KEY SHARE;
+  -- A rack without budget rows and without an airflow has no rule to apply here: nothing more
+  -- is read (the common case stays as cheap as before 0038). Should the rack gain a budget,
+  -- dcl_rack_budgets_rebuild fills the figures of its active bookings from their devices.
+  IF NOT EXISTS (SELECT 1 FROM rack_budgets WHERE rack_id = NEW.rack_id)
+     AND (SELECT airflow FROM racks WHERE id = NEW.rack_id) IS NULL THEN
+    RETURN NEW;
+  END IF;
+  SELECT * INTO v_device FROM devices WHERE id = NEW.device_id;
+  NEW.power_watts := v_device.power_draw_watts;
+  NEW.power_ports := v_device.power_port_count;
+  PERFORM dcl_check_booking_figures(NEW.rack_id, NEW.device_id, NEW.power_watts, NEW.power_ports,
+                                    NEW.feed_ids);
+  RETURN NEW;
+END
+$$;
+
+
 --
 -- Name: dcl_call_deadline(); Type: FUNCTION; Schema: public; Owner: -
 --
@@ -63,6 +197,83 @@ CREATE FUNCTION public.dcl_call_deadline() RETURNS timestamp with time zone
   SELECT 'epoch'::timestamptz
          + nullif(current_setting('dcl.call_deadline', true), '')::bigint
            * interval '1 microsecond'
+$$;
+
+
+--
+-- Name: dcl_capacity_contribution(uuid, bigint, bigint, uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_capacity_contribution(p_rack uuid, p_power bigint, p_ports bigint, p_feed_ids uuid[]) RETURNS TABLE(dimension text, key text, amount bigint)
+    LANGUAGE sql STABLE
+    AS $$
+  WITH f AS (SELECT id FROM power_feeds WHERE rack_id = p_rack),
+       nf AS (SELECT count(*) AS n FROM f),
+       conn AS (SELECT f.id FROM f, nf
+                 WHERE p_power IS NOT NULL AND coalesce(p_ports, 0) > 0
+                   AND (p_ports >= nf.n OR f.id = ANY (p_feed_ids))),
+       k AS (SELECT count(*) AS n FROM conn)
+  SELECT 'cooling', '', p_power::bigint WHERE p_power IS NOT NULL
+  UNION ALL
+  SELECT 'feed', c.id::text, ceil(p_power::numeric / k.n)::bigint FROM conn c, k
+  UNION ALL
+  SELECT 'feed_lost', l.id::text || '>' || c.id::text,
+         CASE WHEN l.id IN (SELECT id FROM conn) THEN ceil(p_power::numeric / (k.n - 1))::bigint
+              ELSE ceil(p_power::numeric / k.n)::bigint END
+    FROM f l, conn c, k
+   WHERE c.id <> l.id
+$$;
+
+
+--
+-- Name: dcl_check_booking_figures(uuid, uuid, bigint, bigint, uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_check_booking_figures(p_rack uuid, p_device uuid, p_power bigint, p_ports bigint, p_feed_ids uuid[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+  v_rack racks;
+  v_airflow text;
+  v_feeds uuid[];
+  v_feed_count integer;
+BEGIN
+  SELECT * INTO v_rack FROM racks WHERE id = p_rack;
+  SELECT coalesce(array_agg(id), '{}') INTO v_feeds FROM power_feeds WHERE rack_id = p_rack;
+  v_feed_count := cardinality(v_feeds);
+  IF p_power IS NULL AND (v_feed_count > 0 OR v_rack.cooling_budget_watts IS NOT NULL) THEN
+    RAISE EXCEPTION 'device % has no power figure (devices.power_draw_watts)', p_device
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_power_known';
+  END IF;
+  IF v_feed_count > 0 THEN
+    IF p_ports IS NULL THEN
+      RAISE EXCEPTION 'device % has no power port count (devices.power_port_count)', p_device
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_power_ports_known';
+    END IF;
+    IF p_ports > 0 AND p_ports < v_feed_count
+       AND (cardinality(p_feed_ids) IS DISTINCT FROM p_ports
+            OR NOT p_feed_ids <@ v_feeds
+            OR (SELECT count(DISTINCT x) FROM unnest(p_feed_ids) x) <> p_ports) THEN
+      RAISE EXCEPTION 'device % has % power ports on a rack with % feeds: its booking names its feeds',
+        p_device, p_ports, v_feed_count
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_feeds_named';
+    END IF;
+  END IF;
+  IF v_rack.airflow IS NOT NULL THEN
+    SELECT airflow INTO v_airflow FROM devices WHERE id = p_device;
+    IF v_airflow IS NULL OR v_airflow = 'mixed' THEN
+      RAISE EXCEPTION 'device % has no single airflow (devices.airflow is %)', p_device,
+        coalesce(v_airflow, 'unset')
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_airflow_known';
+    END IF;
+    IF (v_rack.airflow = 'front-to-rear' AND v_airflow IN ('rear-to-front', 'rear-to-side'))
+       OR (v_rack.airflow = 'rear-to-front' AND v_airflow IN ('front-to-rear', 'side-to-rear')) THEN
+      RAISE EXCEPTION 'device % airflow % opposes the rack''s %', p_device, v_airflow,
+        v_rack.airflow
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_airflow_matches';
+    END IF;
+  END IF;
+END
 $$;
 
 
@@ -271,6 +482,125 @@ $$;
 
 
 --
+-- Name: dcl_power_feeds_rebuild(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_power_feeds_rebuild() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    PERFORM dcl_rack_budgets_rebuild(OLD.rack_id);
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') AND (TG_OP = 'INSERT' OR NEW.rack_id <> OLD.rack_id) THEN
+    PERFORM dcl_rack_budgets_rebuild(NEW.rack_id);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: dcl_rack_budget_drift(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_rack_budget_drift() RETURNS TABLE(rack_id uuid, dimension text, key text, used bigint, expected bigint)
+    LANGUAGE sql STABLE
+    AS $$
+  WITH expected AS (
+    SELECT r.id AS rack_id, e.dimension, e.key, e.used
+      FROM racks r, dcl_rack_budgets_expected(r.id) e
+     WHERE r.cooling_budget_watts IS NOT NULL
+        OR EXISTS (SELECT 1 FROM power_feeds f WHERE f.rack_id = r.id)
+  )
+  SELECT coalesce(b.rack_id, e.rack_id), coalesce(b.dimension, e.dimension),
+         coalesce(b.key, e.key), b.used, e.used
+    FROM rack_budgets b FULL JOIN expected e USING (rack_id, dimension, key)
+   WHERE b.used IS DISTINCT FROM e.used
+$$;
+
+
+--
+-- Name: dcl_rack_budgets_expected(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_rack_budgets_expected(p_rack uuid) RETURNS TABLE(dimension text, key text, used bigint, capacity bigint)
+    LANGUAGE sql STABLE
+    AS $$
+  WITH wanted AS (
+    SELECT 'cooling' AS dimension, '' AS key, cooling_budget_watts::bigint AS capacity
+      FROM racks WHERE id = p_rack AND cooling_budget_watts IS NOT NULL
+    UNION ALL
+    SELECT 'feed', id::text, available_watts FROM power_feeds WHERE rack_id = p_rack
+    UNION ALL
+    SELECT 'feed_lost', l.id::text || '>' || c.id::text, c.available_watts
+      FROM power_feeds l JOIN power_feeds c ON c.rack_id = l.rack_id AND c.id <> l.id
+     WHERE l.rack_id = p_rack
+  ), usage AS (
+    SELECT c.dimension, c.key, sum(c.amount)::bigint AS used
+      FROM bookings b, dcl_booking_contribution(b) c
+     WHERE b.rack_id = p_rack AND b.released_at IS NULL
+     GROUP BY 1, 2
+  )
+  SELECT w.dimension, w.key, coalesce(u.used, 0), w.capacity
+    FROM wanted w LEFT JOIN usage u USING (dimension, key)
+$$;
+
+
+--
+-- Name: dcl_rack_budgets_rebuild(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_rack_budgets_rebuild(p_rack uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+  v_booking bookings;
+BEGIN
+  PERFORM 1 FROM racks WHERE id = p_rack FOR UPDATE;
+  DELETE FROM rack_budgets WHERE rack_id = p_rack;
+  -- No budget rows exist while this runs, so these updates apply no delta.
+  UPDATE bookings b
+     SET power_watts = coalesce(b.power_watts, d.power_draw_watts),
+         power_ports = coalesce(b.power_ports, d.power_port_count)
+    FROM devices d
+   WHERE b.rack_id = p_rack AND b.released_at IS NULL AND d.id = b.device_id
+     AND b.kind IN ('placement', 'move_hold')
+     AND (b.power_watts IS NULL OR b.power_ports IS NULL)
+     AND (d.power_draw_watts IS NOT NULL OR d.power_port_count IS NOT NULL);
+  FOR v_booking IN
+    SELECT * FROM bookings
+     WHERE rack_id = p_rack AND released_at IS NULL AND device_id IS NOT NULL
+       AND kind IN ('placement', 'move_hold')
+  LOOP
+    PERFORM dcl_check_booking_figures(p_rack, v_booking.device_id, v_booking.power_watts,
+                                      v_booking.power_ports, v_booking.feed_ids);
+  END LOOP;
+  INSERT INTO rack_budgets (rack_id, dimension, key, used, capacity)
+  SELECT p_rack, e.dimension, e.key, e.used, e.capacity FROM dcl_rack_budgets_expected(p_rack) e;
+END
+$$;
+
+
+--
+-- Name: dcl_racks_rebuild_budgets(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_racks_rebuild_budgets() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF NEW.cooling_budget_watts IS DISTINCT FROM OLD.cooling_budget_watts
+     OR NEW.airflow IS DISTINCT FROM OLD.airflow THEN
+    PERFORM dcl_rack_budgets_rebuild(NEW.id);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+--
 -- Name: dcl_refuse_after_call_deadline(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -288,10 +618,6 @@ BEGIN
 END
 $$;
 
-
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
 
 --
 -- Name: reservations; Type: TABLE; Schema: public; Owner: -
@@ -634,39 +960,6 @@ CREATE TABLE public.booking_slots (
 
 
 --
--- Name: bookings; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.bookings (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    org_id uuid NOT NULL,
-    site_id uuid NOT NULL,
-    rack_id uuid NOT NULL,
-    kind text NOT NULL,
-    device_id uuid,
-    front boolean NOT NULL,
-    rear boolean NOT NULL,
-    first_unit integer NOT NULL,
-    last_unit integer NOT NULL,
-    expires_at timestamp with time zone,
-    created_by text NOT NULL,
-    reason text DEFAULT ''::text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    released_at timestamp with time zone,
-    released_by text,
-    release_reason text,
-    CONSTRAINT bookings_created_by_nonempty CHECK ((created_by <> ''::text)),
-    CONSTRAINT bookings_kind_valid CHECK ((kind = ANY (ARRAY['placement'::text, 'blocking'::text, 'move_hold'::text, 'reservation'::text]))),
-    CONSTRAINT bookings_placement_needs_device CHECK (((kind <> 'placement'::text) OR (device_id IS NOT NULL))),
-    CONSTRAINT bookings_placement_never_expires CHECK (((kind <> 'placement'::text) OR (expires_at IS NULL))),
-    CONSTRAINT bookings_range_ordered CHECK ((first_unit <= last_unit)),
-    CONSTRAINT bookings_released_consistent CHECK (((released_at IS NULL) = (released_by IS NULL))),
-    CONSTRAINT bookings_reservation_expires CHECK (((kind <> 'reservation'::text) OR (expires_at IS NOT NULL))),
-    CONSTRAINT bookings_some_side CHECK ((front OR rear))
-);
-
-
---
 -- Name: client_requests; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -704,11 +997,15 @@ CREATE TABLE public.devices (
     decommissioned_at timestamp with time zone,
     decommissioned_by text,
     decommission_reason text,
+    power_port_count bigint,
+    airflow text,
+    CONSTRAINT devices_airflow_valid CHECK ((airflow = ANY (ARRAY['front-to-rear'::text, 'rear-to-front'::text, 'left-to-right'::text, 'right-to-left'::text, 'side-to-rear'::text, 'rear-to-side'::text, 'bottom-to-top'::text, 'top-to-bottom'::text, 'passive'::text, 'mixed'::text]))),
     CONSTRAINT devices_decommissioned_consistent CHECK (((decommissioned_at IS NULL) = (decommissioned_by IS NULL))),
     CONSTRAINT devices_depth_class_valid CHECK ((depth_class = ANY (ARRAY['full'::text, 'half'::text, 'unknown'::text]))),
     CONSTRAINT devices_height_positive CHECK (((height_units >= 1) AND (height_units <= 20))),
     CONSTRAINT devices_model_nonempty CHECK ((model <> ''::text)),
     CONSTRAINT devices_power_nonnegative CHECK ((power_draw_watts >= 0)),
+    CONSTRAINT devices_power_port_count_valid CHECK (((power_port_count >= 0) AND (power_port_count <= 16))),
     CONSTRAINT devices_process_state_valid CHECK ((process_state = ANY (ARRAY['normal'::text, 'staging'::text, 'moving'::text, 'in_transit'::text]))),
     CONSTRAINT devices_serial_nonempty CHECK ((serial <> ''::text)),
     CONSTRAINT devices_vendor_nonempty CHECK ((vendor <> ''::text)),
@@ -890,6 +1187,50 @@ CREATE TABLE public.organizations (
 
 
 --
+-- Name: power_feeds; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.power_feeds (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    rack_id uuid NOT NULL,
+    name text NOT NULL,
+    voltage bigint NOT NULL,
+    amperage bigint NOT NULL,
+    phase text DEFAULT 'single-phase'::text NOT NULL,
+    max_utilization bigint DEFAULT 80 NOT NULL,
+    available_watts bigint GENERATED ALWAYS AS ((floor((((((voltage)::numeric * (amperage)::numeric) *
+CASE phase
+    WHEN 'three-phase'::text THEN sqrt((3)::numeric)
+    ELSE (1)::numeric
+END) * (max_utilization)::numeric) / (100)::numeric)))::bigint) STORED,
+    CONSTRAINT power_feeds_amperage_valid CHECK (((amperage >= 1) AND (amperage <= 1000))),
+    CONSTRAINT power_feeds_max_utilization_valid CHECK (((max_utilization >= 1) AND (max_utilization <= 100))),
+    CONSTRAINT power_feeds_name_nonempty CHECK ((name <> ''::text)),
+    CONSTRAINT power_feeds_phase_valid CHECK ((phase = ANY (ARRAY['single-phase'::text, 'three-phase'::text]))),
+    CONSTRAINT power_feeds_voltage_valid CHECK (((voltage >= 1) AND (voltage <= 1000)))
+);
+
+
+--
+-- Name: rack_budgets; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.rack_budgets (
+    rack_id uuid NOT NULL,
+    dimension text NOT NULL,
+    key text DEFAULT ''::text NOT NULL,
+    used bigint DEFAULT 0 NOT NULL,
+    capacity bigint NOT NULL,
+    CONSTRAINT rack_budgets_capacity_nonnegative CHECK ((capacity >= 0)),
+    CONSTRAINT rack_budgets_dimension_valid CHECK ((dimension = ANY (ARRAY['feed'::text, 'feed_lost'::text, 'cooling'::text]))),
+    CONSTRAINT rack_budgets_used_nonnegative CHECK ((used >= 0)),
+    CONSTRAINT rack_cooling_within_budget CHECK (((dimension <> 'cooling'::text) OR (used <= capacity))),
+    CONSTRAINT rack_feed_redundancy CHECK (((dimension <> 'feed_lost'::text) OR (used <= capacity))),
+    CONSTRAINT rack_feed_within_rating CHECK (((dimension <> 'feed'::text) OR (used <= capacity)))
+);
+
+
+--
 -- Name: racks; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -905,6 +1246,10 @@ CREATE TABLE public.racks (
     power_budget_watts integer,
     weight_budget_kg integer,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    cooling_budget_watts bigint,
+    airflow text,
+    CONSTRAINT racks_airflow_valid CHECK ((airflow = ANY (ARRAY['front-to-rear'::text, 'rear-to-front'::text]))),
+    CONSTRAINT racks_cooling_budget_positive CHECK ((cooling_budget_watts > 0)),
     CONSTRAINT racks_first_unit_bounded CHECK ((first_unit <= 900)),
     CONSTRAINT racks_first_unit_nonnegative CHECK ((first_unit >= 0)),
     CONSTRAINT racks_name_nonempty CHECK ((name <> ''::text)),
@@ -1164,6 +1509,30 @@ ALTER TABLE ONLY public.organizations
 
 ALTER TABLE ONLY public.organizations
     ADD CONSTRAINT organizations_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: power_feeds power_feeds_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.power_feeds
+    ADD CONSTRAINT power_feeds_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: power_feeds power_feeds_rack_name_uq; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.power_feeds
+    ADD CONSTRAINT power_feeds_rack_name_uq UNIQUE (rack_id, name);
+
+
+--
+-- Name: rack_budgets rack_budgets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.rack_budgets
+    ADD CONSTRAINT rack_budgets_pkey PRIMARY KEY (rack_id, dimension, key);
 
 
 --
@@ -1461,6 +1830,20 @@ CREATE TRIGGER api_tokens_auth_changed AFTER DELETE OR UPDATE OR TRUNCATE ON pub
 
 
 --
+-- Name: bookings bookings_apply_budget; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER bookings_apply_budget AFTER INSERT OR UPDATE ON public.bookings FOR EACH ROW EXECUTE FUNCTION public.dcl_bookings_apply_budget();
+
+
+--
+-- Name: bookings bookings_figures; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER bookings_figures BEFORE INSERT OR UPDATE OF kind, device_id ON public.bookings FOR EACH ROW EXECUTE FUNCTION public.dcl_bookings_figures();
+
+
+--
 -- Name: client_requests client_requests_call_deadline; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1556,6 +1939,20 @@ CREATE CONSTRAINT TRIGGER moves_move_hold_required AFTER INSERT OR UPDATE ON pub
 --
 
 CREATE TRIGGER organization_feature_settings_auth_changed AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.organization_feature_settings FOR EACH STATEMENT EXECUTE FUNCTION public.dcl_notify_auth_change();
+
+
+--
+-- Name: power_feeds power_feeds_rebuild; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER power_feeds_rebuild AFTER INSERT OR DELETE OR UPDATE ON public.power_feeds FOR EACH ROW EXECUTE FUNCTION public.dcl_power_feeds_rebuild();
+
+
+--
+-- Name: racks racks_rebuild_budgets; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER racks_rebuild_budgets AFTER UPDATE OF cooling_budget_watts, airflow ON public.racks FOR EACH ROW EXECUTE FUNCTION public.dcl_racks_rebuild_budgets();
 
 
 --
@@ -1718,6 +2115,22 @@ ALTER TABLE ONLY public.organization_feature_settings
 
 
 --
+-- Name: power_feeds power_feeds_rack_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.power_feeds
+    ADD CONSTRAINT power_feeds_rack_fk FOREIGN KEY (rack_id) REFERENCES public.racks(id);
+
+
+--
+-- Name: rack_budgets rack_budgets_rack_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.rack_budgets
+    ADD CONSTRAINT rack_budgets_rack_fk FOREIGN KEY (rack_id) REFERENCES public.racks(id);
+
+
+--
 -- Name: racks racks_site_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1797,6 +2210,13 @@ GRANT USAGE ON SCHEMA public TO dcl_app;
 
 
 --
+-- Name: TABLE bookings; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.bookings TO dcl_app;
+
+
+--
 -- Name: FUNCTION dcl_guarded_exec(stmt text, args text[], OUT returned text, OUT affected bigint, OUT violated_constraint text, OUT violated_sqlstate text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -1850,13 +2270,6 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.api_tokens TO dcl_app;
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.booking_slots TO dcl_app;
-
-
---
--- Name: TABLE bookings; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.bookings TO dcl_app;
 
 
 --
@@ -1934,6 +2347,20 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.organization_feature_settings 
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.organizations TO dcl_app;
+
+
+--
+-- Name: TABLE power_feeds; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.power_feeds TO dcl_app;
+
+
+--
+-- Name: TABLE rack_budgets; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.rack_budgets TO dcl_app;
 
 
 --

@@ -15,6 +15,16 @@
 //   bookings_one_active_placement_per_device → FAILED_PRECONDITION DEVICE_ALREADY_PLACED, with
 //                                              where it is when it is the caller's own
 //                                              organization's rack, nothing about another's
+// On a rack with power feeds, a cooling budget or an airflow, the schema's budget rows decide
+// capacity the same way (schema/migrations/0038_capacity_feeds_cooling.sql), and the CHECK
+// that fired is named here, the rack's rows re-read after it to say by how much:
+//   rack_feed_within_rating / rack_feed_redundancy / rack_cooling_within_budget
+//       → FAILED_PRECONDITION POWER_BUDGET_EXCEEDED / FEED_REDUNDANCY_LOST /
+//         COOLING_BUDGET_EXCEEDED, naming the rack, the feed (and the feed lost), used and
+//         capacity with this device, and the amount over
+//   bookings_power_known / _power_ports_known / _airflow_known / _airflow_matches /
+//   _feeds_named → POWER_UNKNOWN / POWER_PORTS_UNKNOWN / AIRFLOW_UNKNOWN / AIRFLOW_MISMATCH /
+//         FEEDS_UNNAMED, naming the device and the field to set
 // A colliding `reservation` booking whose expiry has passed (the sweeper has not reached it
 // yet) does not block: it is released in the same transaction, with a recorded reason, and the
 // insert is retried. Deadlines are read from the database clock (now()).

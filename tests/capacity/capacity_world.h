@@ -1,0 +1,68 @@
+// The world of the capacity tests: one organization and site in a fresh database, racks with
+// power feeds, a cooling budget and an airflow, devices with their power figure, power port
+// count and airflow, placements through the booking write path (CreateBooking), and the budget
+// rows read by feed names. Configuration is written as the owner (the inventory's RPCs do not
+// carry feeds yet); bookings go through the services' role.
+#ifndef DCL_TESTS_CAPACITY_CAPACITY_WORLD_H_
+#define DCL_TESTS_CAPACITY_CAPACITY_WORLD_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dcl/v1/common.pb.h"
+#include "dcl/v1/occupancy.pb.h"
+#include "services/common/auth.h"
+#include "services/common/db.h"
+#include "tests/support/test_db.h"
+
+namespace dcl::testing {
+
+class CapacityWorld {
+ public:
+  CapacityWorld();
+
+  TestDatabase& db() { return db_; }
+  const Principal& op() const { return op_; }
+
+  // A rack of 42 units; cooling_budget_watts 0 = none, airflow "" = none.
+  std::string Rack(int cooling_budget_watts = 0, const std::string& airflow = "");
+  // A power feed of the rack (NetBox's fields); returns its id.
+  std::string Feed(const std::string& rack, const std::string& name, int voltage, int amperage,
+                   const std::string& phase = "single-phase", int max_utilization = 80);
+  // A 1U half-depth device; power_watts / ports -1 = unknown, airflow "" = unknown.
+  std::string Device(int power_watts, int ports, const std::string& airflow = "front-to-rear");
+  // `count` such devices in one statement (front-to-rear), for the races.
+  std::vector<std::string> Devices(int count, int power_watts, int ports);
+
+  // A placement of `device` at front U`unit`, through CreateBooking in its own transaction.
+  absl::StatusOr<v1::Booking> Place(const std::string& rack, const std::string& device, int unit);
+  absl::StatusOr<v1::Booking> Place(DbPool& pool, const std::string& rack,
+                                    const std::string& device, int unit);
+
+  // `used` of a budget row: Feed("A") / Lost("A", "B") / Cooling(); -1 when the row is missing.
+  int64_t FeedUsed(const std::string& rack, const std::string& feed);
+  int64_t LostUsed(const std::string& rack, const std::string& lost, const std::string& carrying);
+  int64_t CoolingUsed(const std::string& rack);
+  // Rows of dcl_rack_budget_drift(): 0 when every row equals a recomputation.
+  int64_t Drift();
+
+ private:
+  TestDatabase db_;
+  std::unique_ptr<DbPool> pool_;
+  std::string org_;
+  std::string site_;
+  Principal op_;
+  int racks_ = 0;
+};
+
+// The reason of a refusal (REASON_UNSPECIFIED when there is no detail).
+v1::Reason ReasonOf(const absl::Status& status);
+// A metadata value of a refusal ("" when absent).
+std::string MetaOf(const absl::Status& status, const std::string& key);
+
+}  // namespace dcl::testing
+
+#endif  // DCL_TESTS_CAPACITY_CAPACITY_WORLD_H_
