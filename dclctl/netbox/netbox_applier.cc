@@ -145,6 +145,7 @@ struct ApplyRun {
   v1::InventoryService::StubInterface* inventory;
   v1::OccupancyService::StubInterface* occupancy;
   const Applier::ContextFactory& make_context;
+  const bool dry_run = options.dry_run;
 
   std::map<int64_t, std::string> site_id;  // NetBox id → dcl id ("" in a dry run: not yet)
   std::map<std::pair<std::string, std::string>, std::string> rack_by_name;  // (site, name)
@@ -182,17 +183,21 @@ struct ApplyRun {
     elevation[rack_netbox_id] = rack;
     return std::nullopt;
   }
+
+  // The phases, in the order Apply runs them; each on what the earlier ones filled in.
+  grpc::Status CreateSites();
+  grpc::Status FindRacksAndDevices();
+  grpc::Status CreateRacks();
+  grpc::Status RegisterDevices();
+  grpc::Status ReadElevations();
+  grpc::Status PlaceDevices();
+  grpc::Status BlockReservations();
+  grpc::Status ReportUnclaimedPlacements();
+  grpc::Status BlockDriftClaims();
 };
 
 // Sites, matched by name: found ones are kept, the rest created.
-grpc::Status CreateSites(ApplyRun& run) {
-  const Plan& plan = run.plan;
-  const bool dry_run = run.options.dry_run;
-  Report& report = run.report;
-  Progress& progress = run.progress;
-  v1::InventoryService::StubInterface* inventory = run.inventory;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto& site_id = run.site_id;
+grpc::Status ApplyRun::CreateSites() {
   // Sites, matched by name.
   std::map<std::string, std::string> site_by_name;
   {
@@ -201,7 +206,7 @@ grpc::Status CreateSites(ApplyRun& run) {
     do {
       v1::ListSitesResponse page;
       auto [status, replayed] =
-          call([&](grpc::ClientContext* c) { return inventory->ListSites(c, req, &page); });
+          Call([&](grpc::ClientContext* c) { return inventory->ListSites(c, req, &page); });
       if (!status.ok()) return status;
       for (const v1::Site& s : page.sites()) site_by_name[s.name()] = s.id();
       req.set_page_token(page.next_page_token());
@@ -222,7 +227,7 @@ grpc::Status CreateSites(ApplyRun& run) {
     }
     v1::Site site;
     auto [status, replayed] =
-        call([&](grpc::ClientContext* c) { return inventory->CreateSite(c, p.request, &site); });
+        Call([&](grpc::ClientContext* c) { return inventory->CreateSite(c, p.request, &site); });
     if (!status.ok()) return status;
     site_id[p.netbox_id] = site.id();
     ++(replayed ? report.counts["sites"].unchanged : report.counts["sites"].created);
@@ -231,12 +236,7 @@ grpc::Status CreateSites(ApplyRun& run) {
 }
 
 // What dcl has in the plan's sites: racks by (site, name), devices by serial.
-grpc::Status FindRacksAndDevices(ApplyRun& run) {
-  auto& rack_by_name = run.rack_by_name;
-  v1::InventoryService::StubInterface* inventory = run.inventory;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto& site_id = run.site_id;
-  auto& device_by_serial = run.device_by_serial;
+grpc::Status ApplyRun::FindRacksAndDevices() {
   // Racks, matched by name within their site; devices by serial.
   for (const auto& [netbox_id, id] : site_id) {
     if (id.empty()) continue;
@@ -246,7 +246,7 @@ grpc::Status FindRacksAndDevices(ApplyRun& run) {
     do {
       v1::ListRacksResponse page;
       auto [status, replayed] =
-          call([&](grpc::ClientContext* c) { return inventory->ListRacks(c, racks, &page); });
+          Call([&](grpc::ClientContext* c) { return inventory->ListRacks(c, racks, &page); });
       if (!status.ok()) return status;
       for (const v1::RackRecord& r : page.racks()) rack_by_name[{id, r.name()}] = r.id();
       racks.set_page_token(page.next_page_token());
@@ -258,7 +258,7 @@ grpc::Status FindRacksAndDevices(ApplyRun& run) {
     do {
       v1::ListDevicesResponse page;
       auto [status, replayed] =
-          call([&](grpc::ClientContext* c) { return inventory->ListDevices(c, devices, &page); });
+          Call([&](grpc::ClientContext* c) { return inventory->ListDevices(c, devices, &page); });
       if (!status.ok()) return status;
       for (const v1::Device& d : page.devices()) {
         if (!d.serial().empty()) device_by_serial[d.serial()] = d.id();
@@ -270,17 +270,7 @@ grpc::Status FindRacksAndDevices(ApplyRun& run) {
 }
 
 // Racks, matched by name within their site: found ones are kept, the rest created.
-grpc::Status CreateRacks(ApplyRun& run) {
-  auto& rack_by_name = run.rack_by_name;
-  const Plan& plan = run.plan;
-  const bool dry_run = run.options.dry_run;
-  Report& report = run.report;
-  Progress& progress = run.progress;
-  v1::InventoryService::StubInterface* inventory = run.inventory;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto& site_id = run.site_id;
-  auto& rack_id = run.rack_id;
-  auto& rack_has_rear = run.rack_has_rear;
+grpc::Status ApplyRun::CreateRacks() {
   for (const RackPlan& p : plan.racks) {
     progress.Step("rack " + p.request.name());
     rack_has_rear[p.netbox_id] = p.request.geometry().has_rear();
@@ -300,7 +290,7 @@ grpc::Status CreateRacks(ApplyRun& run) {
     req.set_site_id(site);
     v1::RackRecord rack;
     auto [status, replayed] =
-        call([&](grpc::ClientContext* c) { return inventory->CreateRack(c, req, &rack); });
+        Call([&](grpc::ClientContext* c) { return inventory->CreateRack(c, req, &rack); });
     if (!status.ok()) return status;
     rack_id[p.netbox_id] = rack.id();
     ++(replayed ? report.counts["racks"].unchanged : report.counts["racks"].created);
@@ -309,18 +299,7 @@ grpc::Status CreateRacks(ApplyRun& run) {
 }
 
 // Devices, matched by serial: found ones are known, the rest registered in batches.
-grpc::Status RegisterDevices(ApplyRun& run) {
-  const Plan& plan = run.plan;
-  const ApplyOptions& options = run.options;
-  const bool dry_run = run.options.dry_run;
-  Report& report = run.report;
-  Progress& progress = run.progress;
-  v1::InventoryService::StubInterface* inventory = run.inventory;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto& site_id = run.site_id;
-  auto& device_by_serial = run.device_by_serial;
-  auto& device_id = run.device_id;
-  auto& known = run.known;
+grpc::Status ApplyRun::RegisterDevices() {
   // Devices dcl had before this run (found by serial, or registered by an earlier run: the
   // registration replayed). Their placements are dcl's, never the import's to make.
   std::vector<const DevicePlan*> to_register;
@@ -360,7 +339,7 @@ grpc::Status RegisterDevices(ApplyRun& run) {
     };
     auto register_one = [&](size_t i) {
       const v1::RegisterDeviceRequest req = request_of(i);
-      auto [status, replayed] = call([&](grpc::ClientContext* c) {
+      auto [status, replayed] = Call([&](grpc::ClientContext* c) {
         return inventory->RegisterDevice(c, req, &registered[i].device);
       });
       registered[i].status = status;
@@ -379,7 +358,7 @@ grpc::Status RegisterDevices(ApplyRun& run) {
       for (size_t i = begin; i < end; ++i) *req.add_requests() = request_of(i);
       v1::RegisterDevicesResponse resp;
       const grpc::Status status =
-          call([&](grpc::ClientContext* c) { return inventory->RegisterDevices(c, req, &resp); })
+          Call([&](grpc::ClientContext* c) { return inventory->RegisterDevices(c, req, &resp); })
               .first;
       if (status.ok() && resp.devices_size() == static_cast<int>(end - begin)) {
         for (size_t i = begin; i < end; ++i) {
@@ -424,14 +403,7 @@ grpc::Status RegisterDevices(ApplyRun& run) {
 }
 
 // Every rack's elevation before this run's placements, and where dcl places each device.
-grpc::Status ReadElevations(ApplyRun& run) {
-  const Plan& plan = run.plan;
-  const ApplyOptions& options = run.options;
-  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto& rack_id = run.rack_id;
-  auto& elevation = run.elevation;
-  auto& dcl_placement = run.dcl_placement;
+grpc::Status ApplyRun::ReadElevations() {
   // Placements and blockings: what each rack holds now decides what is already there.
 
   // Every rack's elevation as it is before this run's placements: the reconciliation compares
@@ -446,7 +418,7 @@ grpc::Status ReadElevations(ApplyRun& run) {
     ParallelFor(racks.size(), options.parallel, [&](size_t i) {
       v1::GetRackRequest req;
       req.set_rack_id(Lookup(rack_id, racks[i]));
-      read[i].first = call([&](grpc::ClientContext* c) {
+      read[i].first = Call([&](grpc::ClientContext* c) {
                         return occupancy->GetRack(c, req, &read[i].second);
                       }).first;
     });
@@ -467,22 +439,7 @@ grpc::Status ReadElevations(ApplyRun& run) {
 }
 
 // Placements: kept, reported as drift for a device dcl had, or made in batches.
-grpc::Status PlaceDevices(ApplyRun& run) {
-  const Plan& plan = run.plan;
-  const ApplyOptions& options = run.options;
-  const bool dry_run = run.options.dry_run;
-  Report& report = run.report;
-  Progress& progress = run.progress;
-  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto elevation_of = [&run](int64_t rack_netbox_id) { return run.ElevationOf(rack_netbox_id); };
-  auto& rack_id = run.rack_id;
-  auto& rack_has_rear = run.rack_has_rear;
-  auto& device_id = run.device_id;
-  auto& known = run.known;
-  auto& elevation = run.elevation;
-  auto& dcl_placement = run.dcl_placement;
-  auto& drifted = run.drifted;
+grpc::Status ApplyRun::PlaceDevices() {
   struct ToPlace {
     const DevicePlan* plan;
     std::string what, where;
@@ -494,7 +451,7 @@ grpc::Status PlaceDevices(ApplyRun& run) {
     const std::string what = absl::StrCat("device ", p.netbox_id,
                                           p.netbox_name.empty() ? "" : " (" + p.netbox_name + ")");
     progress.Step("placement " + what);
-    if (auto failed = elevation_of(p.rack_netbox_id)) return *failed;
+    if (auto failed = ElevationOf(p.rack_netbox_id)) return *failed;
     const std::string where =
         absl::StrCat(RackWhat(plan, p.rack_netbox_id), " ", SideName(p.side), " U", p.unit);
     const std::vector<v1::Slot> slots =
@@ -561,7 +518,7 @@ grpc::Status PlaceDevices(ApplyRun& run) {
     auto place = [&](size_t i) {
       const v1::PlaceDeviceRequest req = request_of(i);
       v1::Booking booking;
-      placed[i] = call([&](grpc::ClientContext* c) {
+      placed[i] = Call([&](grpc::ClientContext* c) {
                     return occupancy->PlaceDevice(c, req, &booking);
                   }).first;
     };
@@ -577,7 +534,7 @@ grpc::Status PlaceDevices(ApplyRun& run) {
       for (size_t k = begin; k < end; ++k) *req.add_requests() = request_of(first[k]);
       v1::PlaceDevicesResponse resp;
       const grpc::Status status =
-          call([&](grpc::ClientContext* c) { return occupancy->PlaceDevices(c, req, &resp); })
+          Call([&](grpc::ClientContext* c) { return occupancy->PlaceDevices(c, req, &resp); })
               .first;
       if (status.ok() && resp.bookings_size() == static_cast<int>(end - begin)) return;
       if (FailsEveryItem(status)) {
@@ -610,19 +567,7 @@ grpc::Status PlaceDevices(ApplyRun& run) {
 }
 
 // Rack reservations: their free units blocked, the held ones reported.
-grpc::Status BlockReservations(ApplyRun& run) {
-  const Plan& plan = run.plan;
-  const bool dry_run = run.options.dry_run;
-  Report& report = run.report;
-  Progress& progress = run.progress;
-  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto elevation_of = [&run](int64_t rack_netbox_id) { return run.ElevationOf(rack_netbox_id); };
-  auto& rack_id = run.rack_id;
-  auto& rack_has_rear = run.rack_has_rear;
-  auto& device_id = run.device_id;
-  auto& elevation = run.elevation;
-  auto& device_netbox = run.device_netbox;
+grpc::Status ApplyRun::BlockReservations() {
   // Reservations: the units are blocked unless something holds them already. A unit a
   // blocking holds is out of service as the reservation wants (an earlier run's blocking, or
   // an operator's); a unit a placement, reservation or move hold takes is reported as held.
@@ -636,7 +581,7 @@ grpc::Status BlockReservations(ApplyRun& run) {
   static const std::string kBlocked = "\x01blocked";
   for (const BlockPlan& p : plan.blocks) {
     progress.Step(absl::StrCat("rack reservation ", p.netbox_id));
-    if (auto failed = elevation_of(p.rack_netbox_id)) return *failed;
+    if (auto failed = ElevationOf(p.rack_netbox_id)) return *failed;
     const std::string what = absl::StrCat("rack reservation ", p.netbox_id);
     Holders holders;
     if (auto rack = elevation.find(p.rack_netbox_id); rack != elevation.end()) {
@@ -675,7 +620,7 @@ grpc::Status BlockReservations(ApplyRun& run) {
           req.last_unit(), " side ", req.both_sides() ? "both" : SideName(req.side()))));
       v1::Booking booking;
       auto [status, replayed] =
-          call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
+          Call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
       // Someone was faster between the read and this write: the units are held, not free.
       if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
         report.held.push_back(
@@ -692,12 +637,7 @@ grpc::Status BlockReservations(ApplyRun& run) {
 }
 
 // Drift the other way: units dcl places a device in where NetBox records none.
-grpc::Status ReportUnclaimedPlacements(ApplyRun& run) {
-  const Plan& plan = run.plan;
-  Report& report = run.report;
-  auto& rack_has_rear = run.rack_has_rear;
-  auto& elevation = run.elevation;
-  auto& device_netbox = run.device_netbox;
+grpc::Status ApplyRun::ReportUnclaimedPlacements() {
   // The reverse: units dcl places a device in where NetBox records none (devices of this import
   // that stand elsewhere are reported above, once).
   std::map<int64_t, std::set<std::pair<int, int>>> claimed;  // rack → NetBox's device slots
@@ -727,18 +667,7 @@ grpc::Status ReportUnclaimedPlacements(ApplyRun& run) {
 }
 
 // Drift blockings: the units NetBox claims for a drifted device that dcl holds free.
-grpc::Status BlockDriftClaims(ApplyRun& run) {
-  const ApplyOptions& options = run.options;
-  const bool dry_run = run.options.dry_run;
-  Report& report = run.report;
-  Progress& progress = run.progress;
-  v1::OccupancyService::StubInterface* occupancy = run.occupancy;
-  auto call = [&run](auto&& fn) { return run.Call(fn); };
-  auto elevation_of = [&run](int64_t rack_netbox_id) { return run.ElevationOf(rack_netbox_id); };
-  auto& rack_id = run.rack_id;
-  auto& rack_has_rear = run.rack_has_rear;
-  auto& elevation = run.elevation;
-  auto& drifted = run.drifted;
+grpc::Status ApplyRun::BlockDriftClaims() {
   // Units NetBox claims for a drifted device and dcl holds free must not stay for sale: they
   // are blocked, with a reason naming the NetBox object and this run. The racks are read
   // again, after this run's own placements and blockings.
@@ -749,7 +678,7 @@ grpc::Status BlockDriftClaims(ApplyRun& run) {
     progress.Step("drift " + what);
     if (!dry_run && reread.insert(p->rack_netbox_id).second) {
       elevation.erase(p->rack_netbox_id);
-      if (auto failed = elevation_of(p->rack_netbox_id)) return *failed;
+      if (auto failed = ElevationOf(p->rack_netbox_id)) return *failed;
     }
     Holders holders;
     for (const v1::ElevationSlot& s : elevation[p->rack_netbox_id].occupied()) {
@@ -777,7 +706,7 @@ grpc::Status BlockDriftClaims(ApplyRun& run) {
           "-", req.last_unit(), " side ", req.both_sides() ? "both" : SideName(req.side()))));
       v1::Booking booking;
       auto [status, replayed] =
-          call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
+          Call([&](grpc::ClientContext* c) { return occupancy->BlockUnits(c, req, &booking); });
       if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
         // Taken between the read and this write: no longer free, so nothing left for sale.
         continue;
@@ -804,11 +733,13 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
       plan.sites.size() + plan.racks.size() + plan.devices.size() * 2 + plan.blocks.size(),
       options.progress);
   ApplyRun run{plan, options, report, progress, &inventory_, &occupancy_, make_context_};
-  for (grpc::Status (*phase)(ApplyRun&) :
-       {CreateSites, FindRacksAndDevices, CreateRacks, RegisterDevices, ReadElevations,
-        PlaceDevices, BlockReservations, ReportUnclaimedPlacements, BlockDriftClaims}) {
+  for (grpc::Status (ApplyRun::*phase)() :
+       {&ApplyRun::CreateSites, &ApplyRun::FindRacksAndDevices, &ApplyRun::CreateRacks,
+        &ApplyRun::RegisterDevices, &ApplyRun::ReadElevations, &ApplyRun::PlaceDevices,
+        &ApplyRun::BlockReservations, &ApplyRun::ReportUnclaimedPlacements,
+        &ApplyRun::BlockDriftClaims}) {
     // A failure that is not a business refusal ends the run; what was written stays.
-    if (grpc::Status status = phase(run); !status.ok()) {
+    if (grpc::Status status = (run.*phase)(); !status.ok()) {
       progress.Finish();
       return status;
     }
