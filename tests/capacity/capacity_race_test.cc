@@ -35,7 +35,7 @@ enum class Budget { kPower, kRedundancy, kCooling };
 void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
   CapacityWorld w;
   std::vector<std::unique_ptr<DbPool>> pools;
-  for (int i = 0; i < kContenders; ++i) pools.push_back(w.db().MakePool(1));
+  for (int i = 0; i < kContenders; ++i) pools.push_back(w.db.MakePool(1));
   for (int round = 1; round <= kRounds; ++round) {
     const std::string rack = w.Rack(budget == Budget::kCooling ? 2392 : 0);
     if (budget != Budget::kCooling) w.Feed(rack, "A", 230, 13);
@@ -72,7 +72,7 @@ void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
     CHECK(refusals.size() == 1);
     CHECK(refusals[absl::StrCat("FAILED_PRECONDITION ", v1::Reason_Name(expected_refusal))] ==
           kContenders - kFits);
-    CHECK(w.db().Count(
+    CHECK(w.db.Count(
               absl::StrCat("SELECT count(*) FROM bookings WHERE rack_id = '", rack, "'")) == kFits);
     if (budget == Budget::kCooling) {
       CHECK(w.CoolingUsed(rack) == kFits * kServerWatts);

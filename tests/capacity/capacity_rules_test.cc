@@ -23,7 +23,7 @@ TEST_CASE("a rack without feeds, cooling budget and airflow books a device of un
   CapacityWorld w;
   const std::string rack = w.Rack();
   REQUIRE(w.Place(rack, w.Device(-1, -1, ""), 1).ok());
-  CHECK(w.db().Count("SELECT count(*) FROM rack_budgets") == 0);
+  CHECK(w.db.Count("SELECT count(*) FROM rack_budgets") == 0);
 }
 
 TEST_CASE("feed ratings are NetBox's available power: V x A (x sqrt 3) x max_utilization, down") {
@@ -33,7 +33,7 @@ TEST_CASE("feed ratings are NetBox's available power: V x A (x sqrt 3) x max_uti
   w.Feed(rack, "B", 400, 32, "three-phase");
   w.Feed(rack, "C", 230, 13, "single-phase", 100);
   auto rating = [&](const std::string& name) {
-    return w.db().Count(absl::StrCat(
+    return w.db.Count(absl::StrCat(
         "SELECT b.capacity FROM rack_budgets b JOIN power_feeds f ON b.key = f.id::text "
         "WHERE b.dimension = 'feed' AND f.name = '",
         name, "'"));
@@ -42,7 +42,7 @@ TEST_CASE("feed ratings are NetBox's available power: V x A (x sqrt 3) x max_uti
   CHECK(rating("B") == 17736);  // 400 x 32 x 1.732.. x 0.8 = 17736.2
   CHECK(rating("C") == 2990);
   // Every ordered pair (lost, remaining) has its N-1 row, at the remaining feed's rating.
-  CHECK(w.db().Count("SELECT count(*) FROM rack_budgets WHERE dimension = 'feed_lost'") == 6);
+  CHECK(w.db.Count("SELECT count(*) FROM rack_budgets WHERE dimension = 'feed_lost'") == 6);
   CHECK(w.LostUsed(rack, "A", "B") == 0);
 }
 
@@ -95,7 +95,7 @@ TEST_CASE("a single-PSU device must name its feed, loads it whole and is lost wi
   CHECK(MetaOf(unnamed, "power_ports") == "1");
   CHECK(MetaOf(unnamed, "feeds") == "2");
   // The write path does not name feeds yet; the schema takes a booking that does.
-  w.db().Exec(absl::StrCat(
+  w.db.Exec(absl::StrCat(
       "INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit, "
       "last_unit, created_by, feed_ids) SELECT org_id, site_id, '",
       rack,
@@ -117,7 +117,7 @@ TEST_CASE("three feeds: a dual PSU on two of them, a triple PSU on all three") {
   const std::string b = w.Feed(rack, "B", 230, 16);
   w.Feed(rack, "C", 230, 16);
   const std::string dual = w.Device(600, 2);
-  w.db().Exec(absl::StrCat(
+  w.db.Exec(absl::StrCat(
       "INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit, "
       "last_unit, created_by, feed_ids) SELECT org_id, site_id, '",
       rack,
@@ -137,7 +137,7 @@ TEST_CASE("three feeds: a dual PSU on two of them, a triple PSU on all three") {
   // A dual PSU naming one feed only, or a feed of another rack, is refused.
   const std::string wrong = w.Device(100, 2);
   CHECK_THROWS_AS(
-      w.db().Exec(absl::StrCat(
+      w.db.Exec(absl::StrCat(
           "INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, "
           "first_unit, last_unit, created_by, feed_ids) SELECT org_id, site_id, '",
           rack, "', 'placement', id, true, false, 3, 3, 'test', ARRAY['", a,
@@ -189,7 +189,7 @@ TEST_CASE("unknown figures are refused where a budget needs them, naming the fie
   CHECK(ReasonOf(no_airflow) == v1::AIRFLOW_UNKNOWN);
   CHECK(MetaOf(no_airflow, "missing") == "airflow");
   CHECK(ReasonOf(w.Place(ducted, w.Device(-1, -1, "mixed"), 1).status()) == v1::AIRFLOW_UNKNOWN);
-  CHECK(w.db().Count("SELECT count(*) FROM bookings") == 0);
+  CHECK(w.db.Count("SELECT count(*) FROM bookings") == 0);
 }
 
 TEST_CASE("airflow: opposing refused; matching, side-to-rear and passive accepted") {
@@ -205,7 +205,7 @@ TEST_CASE("airflow: opposing refused; matching, side-to-rear and passive accepte
   CHECK(w.Place(rack, w.Device(-1, -1, "side-to-rear"), 2).ok());
   CHECK(w.Place(rack, w.Device(-1, -1, "passive"), 3).ok());
   // The rack turned around under a front-to-rear device: refused.
-  CHECK_THROWS_AS(w.db().Exec(absl::StrCat(
+  CHECK_THROWS_AS(w.db.Exec(absl::StrCat(
                       "UPDATE racks SET airflow = 'rear-to-front' WHERE id = '", rack, "'")),
                   pqxx::check_violation);
 }
@@ -215,13 +215,13 @@ TEST_CASE("release, move hold promotion and reservation promotion keep the rows 
   const std::string rack = w.Rack(10000);
   w.Feed(rack, "A", 230, 16);
   w.Feed(rack, "B", 230, 16);
-  auto pool = w.db().MakePool(1);
+  auto pool = w.db.MakePool(1);
   auto placed = w.Place(rack, w.Device(450, 2), 1);
   REQUIRE(placed.ok());
   CHECK(w.FeedUsed(rack, "A") == 225);
 
   REQUIRE(pool->Transact([&](pqxx::work& tx) {
-                return occupancy::ReleaseBooking(tx, w.op(), placed->id(), v1::BOOKING_PLACEMENT,
+                return occupancy::ReleaseBooking(tx, w.op, placed->id(), v1::BOOKING_PLACEMENT,
                                                  "gone");
               })
               .ok());
@@ -232,15 +232,15 @@ TEST_CASE("release, move hold promotion and reservation promotion keep the rows 
   const std::string moving = w.Device(600, 2);
   auto hold = pool->Transact([&](pqxx::work& tx) {
     return occupancy::CreateBooking(
-        tx, w.op(),
+        tx, w.op,
         DeviceFootprintSpec(v1::BOOKING_MOVE_HOLD, rack, moving, v1::SIDE_FRONT, 5, ""));
   });
   REQUIRE(hold.ok());
   CHECK(w.LostUsed(rack, "A", "B") == 600);  // counted from the hold on
   // The device's figure changes meanwhile; the hold's figures stay what it was counted with.
-  w.db().Exec(absl::StrCat("UPDATE devices SET power_draw_watts = 900 WHERE id = '", moving, "'"));
+  w.db.Exec(absl::StrCat("UPDATE devices SET power_draw_watts = 900 WHERE id = '", moving, "'"));
   REQUIRE(pool->Transact([&](pqxx::work& tx) {
-                return occupancy::PromoteMoveHold(tx, w.op(), hold->id());
+                return occupancy::PromoteMoveHold(tx, w.op, hold->id());
               })
               .ok());
   CHECK(w.LostUsed(rack, "A", "B") == 600);
@@ -249,7 +249,7 @@ TEST_CASE("release, move hold promotion and reservation promotion keep the rows 
 
   auto reservation = pool->Transact([&](pqxx::work& tx) {
     return occupancy::CreateBooking(
-        tx, w.op(),
+        tx, w.op,
         UnitRangeSpec(v1::BOOKING_RESERVATION, rack, v1::SIDE_FRONT, false, 10, 12, "", 3600));
   });
   REQUIRE(reservation.ok());
@@ -258,7 +258,7 @@ TEST_CASE("release, move hold promotion and reservation promotion keep the rows 
   REQUIRE(
       pool->Transact([&](pqxx::work& tx) {
             return occupancy::PromoteReservation(
-                tx, w.op(), reservation->id(),
+                tx, w.op, reservation->id(),
                 DeviceFootprintSpec(v1::BOOKING_PLACEMENT, rack, arriving, v1::SIDE_FRONT, 11, ""));
           })
           .ok());
@@ -267,11 +267,11 @@ TEST_CASE("release, move hold promotion and reservation promotion keep the rows 
   CHECK(w.Drift() == 0);
 
   SECTION("a promotion over a budget is refused with the budget's reason") {
-    w.db().Exec(
+    w.db.Exec(
         absl::StrCat("UPDATE racks SET cooling_budget_watts = 1000 WHERE id = '", rack, "'"));
     auto again = pool->Transact([&](pqxx::work& tx) {
       return occupancy::CreateBooking(
-          tx, w.op(),
+          tx, w.op,
           UnitRangeSpec(v1::BOOKING_RESERVATION, rack, v1::SIDE_FRONT, false, 20, 20, "", 3600));
     });
     REQUIRE(again.ok());
@@ -279,7 +279,7 @@ TEST_CASE("release, move hold promotion and reservation promotion keep the rows 
     const absl::Status refused =
         pool->Transact([&](pqxx::work& tx) {
               return occupancy::PromoteReservation(
-                  tx, w.op(), again->id(),
+                  tx, w.op, again->id(),
                   DeviceFootprintSpec(v1::BOOKING_PLACEMENT, rack, hot, v1::SIDE_FRONT, 20, ""));
             })
             .status();
@@ -294,7 +294,7 @@ TEST_CASE("a rack's configuration changed under its load is refused by the same 
   w.Feed(rack, "A", 230, 16);
   w.Feed(rack, "B", 230, 16);
   for (int unit = 1; unit <= 4; ++unit) REQUIRE(w.Place(rack, w.Device(450, 2), unit).ok());
-  auto service = w.db().service_url();
+  auto service = w.db.service_url();
   auto as_service = [&](const std::string& sql) {
     pqxx::connection c(service);
     pqxx::work tx(c);
@@ -334,7 +334,7 @@ TEST_CASE("writes around the write path: an overcommitting insert is refused by 
   w.Feed(rack, "A", 230, 8);  // 1472 W
   for (int unit = 1; unit <= 3; ++unit) REQUIRE(w.Place(rack, w.Device(450, 2), unit).ok());
   const std::string fourth = w.Device(450, 2);
-  pqxx::connection c(w.db().service_url());
+  pqxx::connection c(w.db.service_url());
   {
     pqxx::work tx(c);
     CHECK_THROWS_AS(
@@ -357,7 +357,7 @@ TEST_CASE("writes around the write path: an overcommitting insert is refused by 
   CHECK(w.FeedUsed(rack, "A") == 1350);
   // The audit sees a row changed behind the triggers' back (only the owner can).
   CHECK(w.Drift() == 0);
-  w.db().Exec(absl::StrCat("UPDATE rack_budgets SET used = used - 450 WHERE rack_id = '", rack,
+  w.db.Exec(absl::StrCat("UPDATE rack_budgets SET used = used - 450 WHERE rack_id = '", rack,
                            "' AND dimension = 'feed'"));
   CHECK(w.Drift() == 1);
 }

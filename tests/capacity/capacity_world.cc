@@ -28,29 +28,24 @@ std::string FeedIdSql(const std::string& rack, const std::string& name) {
 
 }  // namespace
 
-CapacityWorld::CapacityWorld() {
-  org_ = CreateOrg(db_, "acme");
-  site_ = CreateSite(db_, org_, "FRA1");
-  op_ = PrincipalFor(org_, Role::kDcOperator);
-  pool_ = db_.MakePool(2);
-}
+CapacityWorld::CapacityWorld() : Site(std::vector<RackSpec>{}), pool_(db.MakePool(2)) {}
 
 std::string CapacityWorld::Rack(int cooling_budget_watts, const std::string& airflow) {
   RackSpec spec;
   spec.name = absl::StrCat("R", ++racks_);
-  const std::string rack = CreateRack(db_, org_, site_, spec);
+  const std::string rack = CreateRack(db, org, site, spec);
   if (cooling_budget_watts > 0 || !airflow.empty()) {
-    db_.Exec(absl::StrCat("UPDATE racks SET cooling_budget_watts = ",
-                          cooling_budget_watts > 0 ? std::to_string(cooling_budget_watts) : "NULL",
-                          ", airflow = ", airflow.empty() ? "NULL" : Quoted(airflow),
-                          " WHERE id = '", rack, "'"));
+    db.Exec(absl::StrCat("UPDATE racks SET cooling_budget_watts = ",
+                         cooling_budget_watts > 0 ? std::to_string(cooling_budget_watts) : "NULL",
+                         ", airflow = ", airflow.empty() ? "NULL" : Quoted(airflow),
+                         " WHERE id = '", rack, "'"));
   }
   return rack;
 }
 
 std::string CapacityWorld::Feed(const std::string& rack, const std::string& name, int voltage,
                                 int amperage, const std::string& phase, int max_utilization) {
-  return db_.Scalar(absl::StrCat(
+  return db.Scalar(absl::StrCat(
       "INSERT INTO power_feeds (rack_id, name, voltage, amperage, phase, max_utilization) "
       "VALUES ('",
       rack, "', ", Quoted(name), ", ", voltage, ", ", amperage, ", ", Quoted(phase), ", ",
@@ -61,18 +56,18 @@ std::string CapacityWorld::Device(int power_watts, int ports, const std::string&
   DeviceSpec spec;
   spec.depth_class = "half";
   spec.power_draw_watts = power_watts;
-  const std::string device = CreateDevice(db_, org_, site_, spec);
-  db_.Exec(absl::StrCat(
+  const std::string device = CreateDevice(db, org, site, spec);
+  db.Exec(absl::StrCat(
       "UPDATE devices SET power_port_count = ", ports >= 0 ? std::to_string(ports) : "NULL",
       ", airflow = ", airflow.empty() ? "NULL" : Quoted(airflow), " WHERE id = '", device, "'"));
   return device;
 }
 
 std::vector<std::string> CapacityWorld::Devices(int count, int power_watts, int ports) {
-  const pqxx::result r = db_.Exec(absl::StrCat(
+  const pqxx::result r = db.Exec(absl::StrCat(
       "INSERT INTO devices (org_id, site_id, vendor, model, height_units, depth_class, "
       "power_draw_watts, power_port_count, airflow) SELECT '",
-      org_, "', '", site_, "', 'Dell', 'R650', 1, 'half', ", power_watts, ", ", ports,
+      org, "', '", site, "', 'Dell', 'R650', 1, 'half', ", power_watts, ", ", ports,
       ", 'front-to-rear' FROM generate_series(1, ", count, ") RETURNING id"));
   std::vector<std::string> ids;
   for (const auto& row : r) ids.push_back(row[0].as<std::string>());
@@ -88,25 +83,25 @@ absl::StatusOr<v1::Booking> CapacityWorld::Place(DbPool& pool, const std::string
                                                  const std::string& device, int unit) {
   const occupancy::BookingSpec spec = occupancy::DeviceFootprintSpec(
       v1::BOOKING_PLACEMENT, rack, device, v1::SIDE_FRONT, unit, "capacity test");
-  return pool.Transact([&](pqxx::work& tx) { return occupancy::CreateBooking(tx, op_, spec); });
+  return pool.Transact([&](pqxx::work& tx) { return occupancy::CreateBooking(tx, op, spec); });
 }
 
 int64_t CapacityWorld::FeedUsed(const std::string& rack, const std::string& feed) {
-  return Used(db_, rack, "feed", FeedIdSql(rack, feed));
+  return Used(db, rack, "feed", FeedIdSql(rack, feed));
 }
 
 int64_t CapacityWorld::LostUsed(const std::string& rack, const std::string& lost,
                                 const std::string& carrying) {
   return Used(
-      db_, rack, "feed_lost",
+      db, rack, "feed_lost",
       absl::StrCat("(", FeedIdSql(rack, lost), ") || '>' || (", FeedIdSql(rack, carrying), ")"));
 }
 
 int64_t CapacityWorld::CoolingUsed(const std::string& rack) {
-  return Used(db_, rack, "cooling", "''");
+  return Used(db, rack, "cooling", "''");
 }
 
-int64_t CapacityWorld::Drift() { return db_.Count("SELECT count(*) FROM dcl_rack_budget_drift()"); }
+int64_t CapacityWorld::Drift() { return db.Count("SELECT count(*) FROM dcl_rack_budget_drift()"); }
 
 v1::Reason ReasonOf(const absl::Status& status) {
   const std::optional<v1::ErrorDetail> detail = GetErrorDetail(status);

@@ -14,18 +14,16 @@
 #include "absl/status/statusor.h"
 #include "dcl/v1/common.pb.h"
 #include "dcl/v1/occupancy.pb.h"
-#include "services/common/auth.h"
 #include "services/common/db.h"
+#include "tests/support/site.h"
 #include "tests/support/test_db.h"
 
 namespace dcl::testing {
 
-class CapacityWorld {
+// The shared seeded site (tests/support/site.h) without racks: each test adds the racks it needs.
+class CapacityWorld : public Site {
  public:
   CapacityWorld();
-
-  TestDatabase& db() { return db_; }
-  const Principal& op() const { return op_; }
 
   // A rack of 42 units; cooling_budget_watts 0 = none, airflow "" = none.
   std::string Rack(int cooling_budget_watts = 0, const std::string& airflow = "");
@@ -50,11 +48,7 @@ class CapacityWorld {
   int64_t Drift();
 
  private:
-  TestDatabase db_;
   std::unique_ptr<DbPool> pool_;
-  std::string org_;
-  std::string site_;
-  Principal op_;
   int racks_ = 0;
 };
 
