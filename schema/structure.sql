@@ -82,6 +82,7 @@ CREATE TABLE public.bookings (
     power_watts bigint,
     power_ports bigint,
     feed_ids uuid[],
+    weight_kg bigint,
     CONSTRAINT bookings_created_by_nonempty CHECK ((created_by <> ''::text)),
     CONSTRAINT bookings_kind_valid CHECK ((kind = ANY (ARRAY['placement'::text, 'blocking'::text, 'move_hold'::text, 'reservation'::text]))),
     CONSTRAINT bookings_placement_needs_device CHECK (((kind <> 'placement'::text) OR (device_id IS NOT NULL))),
@@ -91,7 +92,8 @@ CREATE TABLE public.bookings (
     CONSTRAINT bookings_range_ordered CHECK ((first_unit <= last_unit)),
     CONSTRAINT bookings_released_consistent CHECK (((released_at IS NULL) = (released_by IS NULL))),
     CONSTRAINT bookings_reservation_expires CHECK (((kind <> 'reservation'::text) OR (expires_at IS NOT NULL))),
-    CONSTRAINT bookings_some_side CHECK ((front OR rear))
+    CONSTRAINT bookings_some_side CHECK ((front OR rear)),
+    CONSTRAINT bookings_weight_kg_valid CHECK (((weight_kg >= 0) AND (weight_kg <= 1000000)))
 );
 
 
@@ -103,9 +105,12 @@ CREATE FUNCTION public.dcl_booking_contribution(b public.bookings) RETURNS TABLE
     LANGUAGE sql STABLE
     AS $$
   SELECT c.dimension, c.key, c.amount
-    FROM dcl_capacity_contribution(b.rack_id, b.power_watts, b.power_ports, b.feed_ids) c
-   WHERE b.released_at IS NULL AND b.device_id IS NOT NULL
-     AND b.kind IN ('placement', 'move_hold')
+    FROM dcl_capacity_contribution(b.rack_id, b.power_watts, b.power_ports, b.feed_ids,
+                                   b.weight_kg) c
+   WHERE b.released_at IS NULL
+     AND ((b.device_id IS NOT NULL AND b.kind IN ('placement', 'move_hold'))
+          OR (b.kind = 'reservation' AND c.amount IS NOT NULL
+              AND c.dimension IN ('power', 'weight', 'cooling')))
 $$;
 
 
@@ -117,14 +122,12 @@ CREATE FUNCTION public.dcl_bookings_apply_budget() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+DECLARE
+  v_blocked text;
 BEGIN
-  -- No budget row, no rule: the rack's bookings change nothing here. A rebuild that adds rows
-  -- locks the rack FOR UPDATE and so waits for a device booking in flight (which holds it FOR
-  -- KEY SHARE) and then counts it.
   IF NOT EXISTS (SELECT 1 FROM rack_budgets WHERE rack_id = NEW.rack_id) THEN
     RETURN NULL;
   END IF;
-  -- Lock first, in order; then change. (One statement cannot promise the order of its locks.)
   PERFORM 1
      FROM rack_budgets b
     WHERE (b.rack_id, b.dimension, b.key) IN (
@@ -134,18 +137,35 @@ BEGIN
              WHERE TG_OP = 'UPDATE')
     ORDER BY b.rack_id, b.dimension, b.key
       FOR UPDATE;
-  UPDATE rack_budgets b
-     SET used = b.used + d.amount
-    FROM (SELECT c.rack_id, c.dimension, c.key, sum(c.amount) AS amount
-            FROM (SELECT NEW.rack_id AS rack_id, x.dimension, x.key, x.amount
-                    FROM dcl_booking_contribution(NEW) x
-                  UNION ALL
-                  SELECT OLD.rack_id, x.dimension, x.key, -x.amount
-                    FROM dcl_booking_contribution(OLD) x
-                   WHERE TG_OP = 'UPDATE') c
-           GROUP BY 1, 2, 3
-          HAVING sum(c.amount) <> 0) d
-   WHERE b.rack_id = d.rack_id AND b.dimension = d.dimension AND b.key = d.key;
+  WITH changed AS (
+    UPDATE rack_budgets b
+       SET used = b.used + d.amount,
+           unknown = b.unknown + d.unknown,
+           allowance = CASE
+             WHEN d.unknown < 0 AND d.amount > 0  -- a figure became known: record what stands
+               THEN greatest(b.allowance, b.used + d.amount - b.capacity)
+             ELSE least(b.allowance, greatest(b.used + d.amount - b.capacity, 0)) END
+      FROM (SELECT c.rack_id, c.dimension, c.key, sum(coalesce(c.amount, 0)) AS amount,
+                   sum(CASE WHEN c.amount IS NULL THEN c.sign ELSE 0 END) AS unknown
+              FROM (SELECT NEW.rack_id AS rack_id, x.dimension, x.key, x.amount, 1 AS sign
+                      FROM dcl_booking_contribution(NEW) x
+                    UNION ALL
+                    SELECT OLD.rack_id, x.dimension, x.key, -x.amount, -1
+                      FROM dcl_booking_contribution(OLD) x
+                     WHERE TG_OP = 'UPDATE') c
+             GROUP BY 1, 2, 3
+            HAVING sum(coalesce(c.amount, 0)) <> 0
+                OR sum(CASE WHEN c.amount IS NULL THEN c.sign ELSE 0 END) <> 0) d
+     WHERE b.rack_id = d.rack_id AND b.dimension = d.dimension AND b.key = d.key
+    RETURNING b.dimension, b.unknown - d.unknown AS unknown_before, d.amount, d.unknown
+  )
+  SELECT min(dimension) INTO v_blocked
+    FROM changed WHERE unknown_before > 0 AND amount > 0 AND unknown >= 0;
+  IF v_blocked IS NOT NULL THEN
+    RAISE EXCEPTION 'rack %: its % load is not known (a device booked before the budget has no figure)',
+      NEW.rack_id, v_blocked
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'rack_' || v_blocked || '_load_unknown';
+  END IF;
   RETURN NULL;
 END
 $$;
@@ -170,18 +190,42 @@ BEGIN
     RETURN NEW;  -- a move hold becoming a placement of the same device: its figures stay
   END IF;
   PERFORM 1 FROM racks WHERE id = NEW.rack_id FOR KEY SHARE;
-  -- A rack without budget rows and without an airflow has no rule to apply here: nothing more
-  -- is read (the common case stays as cheap as before 0038). Should the rack gain a budget,
-  -- dcl_rack_budgets_rebuild fills the figures of its active bookings from their devices.
   IF NOT EXISTS (SELECT 1 FROM rack_budgets WHERE rack_id = NEW.rack_id)
      AND (SELECT airflow FROM racks WHERE id = NEW.rack_id) IS NULL THEN
+    NEW.power_watts := NULL;
+    NEW.power_ports := NULL;
+    NEW.weight_kg := NULL;
     RETURN NEW;
   END IF;
   SELECT * INTO v_device FROM devices WHERE id = NEW.device_id;
   NEW.power_watts := v_device.power_draw_watts;
   NEW.power_ports := v_device.power_port_count;
+  NEW.weight_kg := v_device.weight_kg;
   PERFORM dcl_check_booking_figures(NEW.rack_id, NEW.device_id, NEW.power_watts, NEW.power_ports,
-                                    NEW.feed_ids);
+                                    NEW.feed_ids, NEW.weight_kg);
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: dcl_bookings_figures_fixed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_bookings_figures_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF OLD.released_at IS NULL AND NEW.released_at IS NULL
+     AND OLD.kind = NEW.kind AND OLD.device_id IS NOT DISTINCT FROM NEW.device_id
+     AND ((OLD.power_watts IS NOT NULL AND NEW.power_watts IS DISTINCT FROM OLD.power_watts)
+          OR (OLD.power_ports IS NOT NULL AND NEW.power_ports IS DISTINCT FROM OLD.power_ports)
+          OR (OLD.feed_ids IS NOT NULL AND NEW.feed_ids IS DISTINCT FROM OLD.feed_ids)
+          OR (OLD.weight_kg IS NOT NULL AND NEW.weight_kg IS DISTINCT FROM OLD.weight_kg)) THEN
+    RAISE EXCEPTION 'booking %: the figures an active booking counts are fixed when it is made',
+      OLD.id
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_figures_fixed';
+  END IF;
   RETURN NEW;
 END
 $$;
@@ -214,6 +258,35 @@ CREATE FUNCTION public.dcl_capacity_contribution(p_rack uuid, p_power bigint, p_
                    AND (p_ports >= nf.n OR f.id = ANY (p_feed_ids))),
        k AS (SELECT count(*) AS n FROM conn)
   SELECT 'cooling', '', p_power::bigint WHERE p_power IS NOT NULL
+  UNION ALL
+  SELECT 'feed', c.id::text, ceil(p_power::numeric / k.n)::bigint FROM conn c, k
+  UNION ALL
+  SELECT 'feed_lost', l.id::text || '>' || c.id::text,
+         CASE WHEN l.id IN (SELECT id FROM conn) THEN ceil(p_power::numeric / (k.n - 1))::bigint
+              ELSE ceil(p_power::numeric / k.n)::bigint END
+    FROM f l, conn c, k
+   WHERE c.id <> l.id
+$$;
+
+
+--
+-- Name: dcl_capacity_contribution(uuid, bigint, bigint, uuid[], bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_capacity_contribution(p_rack uuid, p_power bigint, p_ports bigint, p_feed_ids uuid[], p_weight bigint) RETURNS TABLE(dimension text, key text, amount bigint)
+    LANGUAGE sql STABLE
+    AS $$
+  WITH f AS (SELECT id FROM power_feeds WHERE rack_id = p_rack),
+       nf AS (SELECT count(*) AS n FROM f),
+       conn AS (SELECT f.id FROM f, nf
+                 WHERE p_power IS NOT NULL AND coalesce(p_ports, 0) > 0
+                   AND (p_ports >= nf.n OR f.id = ANY (p_feed_ids))),
+       k AS (SELECT count(*) AS n FROM conn)
+  SELECT 'power', '', p_power
+  UNION ALL
+  SELECT 'weight', '', p_weight
+  UNION ALL
+  SELECT 'cooling', '', p_power WHERE p_power IS NOT NULL
   UNION ALL
   SELECT 'feed', c.id::text, ceil(p_power::numeric / k.n)::bigint FROM conn c, k
   UNION ALL
@@ -278,6 +351,30 @@ $$;
 
 
 --
+-- Name: dcl_check_booking_figures(uuid, uuid, bigint, bigint, uuid[], bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_check_booking_figures(p_rack uuid, p_device uuid, p_power bigint, p_ports bigint, p_feed_ids uuid[], p_weight bigint) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+  v_rack racks;
+BEGIN
+  SELECT * INTO v_rack FROM racks WHERE id = p_rack;
+  IF p_power IS NULL AND v_rack.power_budget_watts IS NOT NULL THEN
+    RAISE EXCEPTION 'device % has no power figure (devices.power_draw_watts)', p_device
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_power_known';
+  END IF;
+  IF p_weight IS NULL AND v_rack.weight_budget_kg IS NOT NULL THEN
+    RAISE EXCEPTION 'device % has no weight figure (devices.weight_kg)', p_device
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_weight_known';
+  END IF;
+  PERFORM dcl_check_booking_figures(p_rack, p_device, p_power, p_ports, p_feed_ids);
+END
+$$;
+
+
+--
 -- Name: dcl_count_device_moved(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -337,6 +434,29 @@ CREATE FUNCTION public.dcl_count_devices_truncated() RETURNS trigger
     AS $$
 BEGIN
   DELETE FROM site_device_counts;
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: dcl_devices_fill_booking_figures(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_devices_fill_booking_figures() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  UPDATE bookings b
+     SET power_watts = coalesce(b.power_watts, NEW.power_draw_watts),
+         power_ports = coalesce(b.power_ports, NEW.power_port_count),
+         weight_kg = coalesce(b.weight_kg, NEW.weight_kg)
+   WHERE b.device_id = NEW.id AND b.released_at IS NULL
+     AND b.kind IN ('placement', 'move_hold')
+     AND EXISTS (SELECT 1 FROM rack_budgets r WHERE r.rack_id = b.rack_id)
+     AND ((b.power_watts IS NULL AND NEW.power_draw_watts IS NOT NULL)
+          OR (b.power_ports IS NULL AND NEW.power_port_count IS NOT NULL)
+          OR (b.weight_kg IS NULL AND NEW.weight_kg IS NOT NULL));
   RETURN NULL;
 END
 $$;
@@ -440,15 +560,29 @@ $$;
 --
 
 CREATE FUNCTION public.dcl_insert_booking(p_org uuid, p_site uuid, p_rack uuid, p_kind text, p_device uuid, p_front boolean, p_rear boolean, p_first_unit integer, p_last_unit integer, p_ttl_seconds bigint, p_actor text, p_reason text, p_sides text[], p_units integer[], OUT returned text, OUT violated_constraint text, OUT violated_sqlstate text) RETURNS record
+    LANGUAGE sql
+    AS $$
+  SELECT * FROM dcl_insert_booking(p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear,
+                                   p_first_unit, p_last_unit, p_ttl_seconds, p_actor, p_reason,
+                                   p_sides, p_units, NULL, NULL, NULL)
+$$;
+
+
+--
+-- Name: dcl_insert_booking(uuid, uuid, uuid, text, uuid, boolean, boolean, integer, integer, bigint, text, text, text[], integer[], bigint, bigint, uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_insert_booking(p_org uuid, p_site uuid, p_rack uuid, p_kind text, p_device uuid, p_front boolean, p_rear boolean, p_first_unit integer, p_last_unit integer, p_ttl_seconds bigint, p_actor text, p_reason text, p_sides text[], p_units integer[], p_power_watts bigint, p_weight_kg bigint, p_feed_ids uuid[], OUT returned text, OUT violated_constraint text, OUT violated_sqlstate text) RETURNS record
     LANGUAGE plpgsql
     AS $$
 BEGIN
   WITH h AS (
     INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit,
-                          last_unit, expires_at, created_by, reason)
+                          last_unit, expires_at, created_by, reason, power_watts, weight_kg,
+                          feed_ids)
     VALUES (p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear, p_first_unit, p_last_unit,
             CASE WHEN p_ttl_seconds > 0 THEN now() + make_interval(secs => p_ttl_seconds) END,
-            p_actor, p_reason)
+            p_actor, p_reason, p_power_watts, p_weight_kg, p_feed_ids)
     RETURNING id, rack_id, device_id, created_at, expires_at
   ), s AS (
     INSERT INTO booking_slots (booking_id, rack_id, side, unit)
@@ -504,19 +638,53 @@ $$;
 -- Name: dcl_rack_budget_drift(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dcl_rack_budget_drift() RETURNS TABLE(rack_id uuid, dimension text, key text, used bigint, expected bigint)
+CREATE FUNCTION public.dcl_rack_budget_drift() RETURNS TABLE(rack_id uuid, dimension text, key text, used bigint, expected bigint, unknown bigint, expected_unknown bigint)
     LANGUAGE sql STABLE
     AS $$
   WITH expected AS (
-    SELECT r.id AS rack_id, e.dimension, e.key, e.used
+    SELECT r.id AS rack_id, e.dimension, e.key, e.used, e.unknown
       FROM racks r, dcl_rack_budgets_expected(r.id) e
-     WHERE r.cooling_budget_watts IS NOT NULL
+     WHERE r.cooling_budget_watts IS NOT NULL OR r.power_budget_watts IS NOT NULL
+        OR r.weight_budget_kg IS NOT NULL
         OR EXISTS (SELECT 1 FROM power_feeds f WHERE f.rack_id = r.id)
   )
   SELECT coalesce(b.rack_id, e.rack_id), coalesce(b.dimension, e.dimension),
-         coalesce(b.key, e.key), b.used, e.used
+         coalesce(b.key, e.key), b.used, e.used, b.unknown, e.unknown
     FROM rack_budgets b FULL JOIN expected e USING (rack_id, dimension, key)
-   WHERE b.used IS DISTINCT FROM e.used
+   WHERE b.used IS DISTINCT FROM e.used OR b.unknown IS DISTINCT FROM e.unknown
+$$;
+
+
+--
+-- Name: dcl_rack_budgets_adopt(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_rack_budgets_adopt(p_rack uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+  PERFORM 1 FROM racks WHERE id = p_rack FOR UPDATE;
+  IF EXISTS (SELECT 1 FROM rack_budgets
+              WHERE rack_id = p_rack AND dimension IN ('power', 'weight')) THEN
+    RETURN;
+  END IF;
+  -- Power and weight rows do not exist yet, so these updates apply no delta to them (feed and
+  -- cooling rows, where 0038 built them, already count these bookings' power).
+  UPDATE bookings b
+     SET power_watts = coalesce(b.power_watts, d.power_draw_watts),
+         weight_kg = coalesce(b.weight_kg, d.weight_kg)
+    FROM devices d
+   WHERE d.id = b.device_id AND b.rack_id = p_rack AND b.released_at IS NULL
+     AND b.kind IN ('placement', 'move_hold')
+     AND ((b.power_watts IS NULL AND d.power_draw_watts IS NOT NULL)
+          OR (b.weight_kg IS NULL AND d.weight_kg IS NOT NULL));
+  INSERT INTO rack_budgets (rack_id, dimension, key, used, unknown, capacity, allowance)
+  SELECT p_rack, e.dimension, e.key, e.used, e.unknown, e.capacity,
+         greatest(e.used - e.capacity, 0)
+    FROM dcl_rack_budgets_expected(p_rack) e
+   WHERE e.dimension IN ('power', 'weight');
+END
 $$;
 
 
@@ -524,12 +692,18 @@ $$;
 -- Name: dcl_rack_budgets_expected(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dcl_rack_budgets_expected(p_rack uuid) RETURNS TABLE(dimension text, key text, used bigint, capacity bigint)
+CREATE FUNCTION public.dcl_rack_budgets_expected(p_rack uuid) RETURNS TABLE(dimension text, key text, used bigint, unknown bigint, capacity bigint)
     LANGUAGE sql STABLE
     AS $$
   WITH wanted AS (
     SELECT 'cooling' AS dimension, '' AS key, cooling_budget_watts::bigint AS capacity
       FROM racks WHERE id = p_rack AND cooling_budget_watts IS NOT NULL
+    UNION ALL
+    SELECT 'power', '', power_budget_watts::bigint
+      FROM racks WHERE id = p_rack AND power_budget_watts IS NOT NULL
+    UNION ALL
+    SELECT 'weight', '', weight_budget_kg::bigint
+      FROM racks WHERE id = p_rack AND weight_budget_kg IS NOT NULL
     UNION ALL
     SELECT 'feed', id::text, available_watts FROM power_feeds WHERE rack_id = p_rack
     UNION ALL
@@ -537,12 +711,13 @@ CREATE FUNCTION public.dcl_rack_budgets_expected(p_rack uuid) RETURNS TABLE(dime
       FROM power_feeds l JOIN power_feeds c ON c.rack_id = l.rack_id AND c.id <> l.id
      WHERE l.rack_id = p_rack
   ), usage AS (
-    SELECT c.dimension, c.key, sum(c.amount)::bigint AS used
+    SELECT c.dimension, c.key, coalesce(sum(c.amount), 0)::bigint AS used,
+           count(*) FILTER (WHERE c.amount IS NULL) AS unknown
       FROM bookings b, dcl_booking_contribution(b) c
      WHERE b.rack_id = p_rack AND b.released_at IS NULL
      GROUP BY 1, 2
   )
-  SELECT w.dimension, w.key, coalesce(u.used, 0), w.capacity
+  SELECT w.dimension, w.key, coalesce(u.used, 0), coalesce(u.unknown, 0), w.capacity
     FROM wanted w LEFT JOIN usage u USING (dimension, key)
 $$;
 
@@ -563,19 +738,22 @@ BEGIN
   -- No budget rows exist while this runs, so these updates apply no delta.
   UPDATE bookings b
      SET power_watts = coalesce(b.power_watts, d.power_draw_watts),
-         power_ports = coalesce(b.power_ports, d.power_port_count)
+         power_ports = coalesce(b.power_ports, d.power_port_count),
+         weight_kg = coalesce(b.weight_kg, d.weight_kg)
     FROM devices d
    WHERE b.rack_id = p_rack AND b.released_at IS NULL AND d.id = b.device_id
      AND b.kind IN ('placement', 'move_hold')
-     AND (b.power_watts IS NULL OR b.power_ports IS NULL)
-     AND (d.power_draw_watts IS NOT NULL OR d.power_port_count IS NOT NULL);
+     AND ((b.power_watts IS NULL AND d.power_draw_watts IS NOT NULL)
+          OR (b.power_ports IS NULL AND d.power_port_count IS NOT NULL)
+          OR (b.weight_kg IS NULL AND d.weight_kg IS NOT NULL));
   FOR v_booking IN
     SELECT * FROM bookings
      WHERE rack_id = p_rack AND released_at IS NULL AND device_id IS NOT NULL
        AND kind IN ('placement', 'move_hold')
   LOOP
     PERFORM dcl_check_booking_figures(p_rack, v_booking.device_id, v_booking.power_watts,
-                                      v_booking.power_ports, v_booking.feed_ids);
+                                      v_booking.power_ports, v_booking.feed_ids,
+                                      v_booking.weight_kg);
   END LOOP;
   INSERT INTO rack_budgets (rack_id, dimension, key, used, capacity)
   SELECT p_rack, e.dimension, e.key, e.used, e.capacity FROM dcl_rack_budgets_expected(p_rack) e;
@@ -592,7 +770,9 @@ CREATE FUNCTION public.dcl_racks_rebuild_budgets() RETURNS trigger
     AS $$
 BEGIN
   IF NEW.cooling_budget_watts IS DISTINCT FROM OLD.cooling_budget_watts
-     OR NEW.airflow IS DISTINCT FROM OLD.airflow THEN
+     OR NEW.airflow IS DISTINCT FROM OLD.airflow
+     OR NEW.power_budget_watts IS DISTINCT FROM OLD.power_budget_watts
+     OR NEW.weight_budget_kg IS DISTINCT FROM OLD.weight_budget_kg THEN
     PERFORM dcl_rack_budgets_rebuild(NEW.id);
   END IF;
   RETURN NULL;
@@ -1221,8 +1401,9 @@ CREATE TABLE public.rack_budgets (
     key text DEFAULT ''::text NOT NULL,
     used bigint DEFAULT 0 NOT NULL,
     capacity bigint NOT NULL,
+    allowance bigint DEFAULT 0 NOT NULL,
+    unknown bigint DEFAULT 0 NOT NULL,
     CONSTRAINT rack_budgets_capacity_nonnegative CHECK ((capacity >= 0)),
-    CONSTRAINT rack_budgets_dimension_valid CHECK ((dimension = ANY (ARRAY['feed'::text, 'feed_lost'::text, 'cooling'::text]))),
     CONSTRAINT rack_budgets_used_nonnegative CHECK ((used >= 0)),
     CONSTRAINT rack_cooling_within_budget CHECK (((dimension <> 'cooling'::text) OR (used <= capacity))),
     CONSTRAINT rack_feed_redundancy CHECK (((dimension <> 'feed_lost'::text) OR (used <= capacity))),
@@ -1528,11 +1709,51 @@ ALTER TABLE ONLY public.power_feeds
 
 
 --
+-- Name: rack_budgets rack_budgets_allowance_nonnegative; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.rack_budgets
+    ADD CONSTRAINT rack_budgets_allowance_nonnegative CHECK ((allowance >= 0)) NOT VALID;
+
+
+--
+-- Name: rack_budgets rack_budgets_dimension_known; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.rack_budgets
+    ADD CONSTRAINT rack_budgets_dimension_known CHECK ((dimension = ANY (ARRAY['feed'::text, 'feed_lost'::text, 'cooling'::text, 'power'::text, 'weight'::text]))) NOT VALID;
+
+
+--
 -- Name: rack_budgets rack_budgets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.rack_budgets
     ADD CONSTRAINT rack_budgets_pkey PRIMARY KEY (rack_id, dimension, key);
+
+
+--
+-- Name: rack_budgets rack_budgets_unknown_nonnegative; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.rack_budgets
+    ADD CONSTRAINT rack_budgets_unknown_nonnegative CHECK ((unknown >= 0)) NOT VALID;
+
+
+--
+-- Name: rack_budgets rack_power_within_budget; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.rack_budgets
+    ADD CONSTRAINT rack_power_within_budget CHECK (((dimension <> 'power'::text) OR (used <= (capacity + allowance)))) NOT VALID;
+
+
+--
+-- Name: rack_budgets rack_weight_within_budget; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.rack_budgets
+    ADD CONSTRAINT rack_weight_within_budget CHECK (((dimension <> 'weight'::text) OR (used <= (capacity + allowance)))) NOT VALID;
 
 
 --
@@ -1844,6 +2065,13 @@ CREATE TRIGGER bookings_figures BEFORE INSERT OR UPDATE OF kind, device_id ON pu
 
 
 --
+-- Name: bookings bookings_figures_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER bookings_figures_fixed BEFORE UPDATE OF power_watts, power_ports, feed_ids, weight_kg ON public.bookings FOR EACH ROW EXECUTE FUNCTION public.dcl_bookings_figures_fixed();
+
+
+--
 -- Name: client_requests client_requests_call_deadline; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1883,6 +2111,13 @@ CREATE TRIGGER devices_count_moved AFTER UPDATE OF org_id, site_id ON public.dev
 --
 
 CREATE TRIGGER devices_count_truncated AFTER TRUNCATE ON public.devices FOR EACH STATEMENT EXECUTE FUNCTION public.dcl_count_devices_truncated();
+
+
+--
+-- Name: devices devices_fill_booking_figures; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER devices_fill_booking_figures AFTER UPDATE OF power_draw_watts, power_port_count, weight_kg ON public.devices FOR EACH ROW EXECUTE FUNCTION public.dcl_devices_fill_booking_figures();
 
 
 --
@@ -1952,7 +2187,7 @@ CREATE TRIGGER power_feeds_rebuild AFTER INSERT OR DELETE OR UPDATE ON public.po
 -- Name: racks racks_rebuild_budgets; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER racks_rebuild_budgets AFTER UPDATE OF cooling_budget_watts, airflow ON public.racks FOR EACH ROW EXECUTE FUNCTION public.dcl_racks_rebuild_budgets();
+CREATE TRIGGER racks_rebuild_budgets AFTER UPDATE OF cooling_budget_watts, airflow, power_budget_watts, weight_budget_kg ON public.racks FOR EACH ROW EXECUTE FUNCTION public.dcl_racks_rebuild_budgets();
 
 
 --
