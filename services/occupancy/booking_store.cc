@@ -102,6 +102,25 @@ absl::Status ValidateSpec(const BookingSpec& spec) {
   if (spec.ttl_seconds < 0 || spec.ttl_seconds > kMaxTtlSeconds) {
     return InvalidInput("ttl_seconds", absl::StrCat("must be between 0 and ", kMaxTtlSeconds));
   }
+  // A reservation's figures: at most what a whole rack may be budgeted (validation.h), so no
+  // sum of a rack's bookings leaves 64 bits; a device booking takes its device's (0039).
+  if ((spec.power_watts || spec.weight_kg) && spec.kind != v1::BOOKING_RESERVATION) {
+    return InvalidInput(spec.power_watts ? "power_watts" : "weight_kg",
+                        "only a rack reservation carries its own figures; a device booking "
+                        "counts its device's");
+  }
+  if (spec.power_watts && (*spec.power_watts < 0 || *spec.power_watts > kMaxRackPowerWatts)) {
+    return InvalidInput("power_watts", absl::StrCat("must be between 0 and ", kMaxRackPowerWatts));
+  }
+  if (spec.weight_kg && (*spec.weight_kg < 0 || *spec.weight_kg > kMaxRackWeightKg)) {
+    return InvalidInput("weight_kg", absl::StrCat("must be between 0 and ", kMaxRackWeightKg));
+  }
+  if (!spec.feed_ids.empty() && spec.device_id.empty()) {
+    return InvalidInput("feed_ids", "only a device booking hangs on power feeds");
+  }
+  for (const std::string& feed : spec.feed_ids) {
+    if (absl::Status s = CheckId("feed_ids", feed); !s.ok()) return s;
+  }
   // A placement with an expiry is left to the CHECK bookings_placement_never_expires (mapped
   // below); a reservation without one to bookings_reservation_expires.
   return CheckText("reason", spec.reason, kMaxNoteLength, /*required=*/false);
@@ -328,7 +347,8 @@ absl::Status ConstraintRejection(pqxx::transaction_base& tx, const Principal& pr
 constexpr char kInsertBookingSql[] =
     "SELECT returned, violated_constraint, violated_sqlstate FROM dcl_insert_booking("
     "$1::uuid, $2::uuid, $3::uuid, $4::text, $5::uuid, $6::boolean, $7::boolean, $8::integer, "
-    "$9::integer, $10::bigint, $11::text, $12::text, $13::text[], $14::integer[])";
+    "$9::integer, $10::bigint, $11::text, $12::text, $13::text[], $14::integer[], $15::bigint, "
+    "$16::bigint, $17::uuid[])";
 
 // What CreateBooking writes, as dcl_insert_booking's arguments.
 struct InsertArgs {
@@ -346,6 +366,9 @@ struct InsertArgs {
   std::string reason;
   std::string sides;  // text[] literal
   std::string units;  // integer[] literal
+  std::optional<int64_t> power_watts;  // a reservation's figures (BookingSpec)
+  std::optional<int64_t> weight_kg;
+  std::optional<std::string> feed_ids;  // uuid[] literal; NULL when none are named
 };
 
 // The function's outcome in GuardedExec's shape, so that one mapping (ConstraintRejection) reads
@@ -354,7 +377,8 @@ struct InsertArgs {
 GuardedResult InsertBooking(pqxx::transaction_base& tx, const InsertArgs& a) {
   const pqxx::row row = ExecCached1(tx, kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind,
                                     a.device_id, a.front, a.rear, a.first_unit, a.last_unit,
-                                    a.ttl_seconds, a.actor, a.reason, a.sides, a.units);
+                                    a.ttl_seconds, a.actor, a.reason, a.sides, a.units,
+                                    a.power_watts, a.weight_kg, a.feed_ids);
   GuardedResult result;
   if (!row[0].is_null()) result.returned = row[0].as<std::string>();
   result.affected = result.returned ? 1 : 0;
@@ -580,6 +604,12 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
   args.reason = spec.reason;
   args.sides = TextArrayLiteral(SideArgs(claimed));
   args.units = IntArrayLiteral(claimed);
+  args.power_watts = spec.power_watts;
+  args.weight_kg = spec.weight_kg;
+  if (!spec.feed_ids.empty()) {
+    args.feed_ids = TextArrayLiteral(
+        std::vector<std::optional<std::string>>(spec.feed_ids.begin(), spec.feed_ids.end()));
+  }
 
   for (int attempt = 0; attempt < kMaxInsertAttempts; ++attempt) {
     GuardedResult result = InsertBooking(tx, args);

@@ -80,6 +80,14 @@ struct BookingSpec {
   bool both_sides = false;
   int64_t ttl_seconds = 0;  // > 0: expires_at = now() + ttl, by the database clock
   std::string reason;
+  // A rack reservation's figures (schema 0039): the power and weight it holds for what will
+  // stand there, counted in the rack's budgets; unset, the reservation holds units only. A
+  // device booking counts its device's figures whatever is given here.
+  std::optional<int64_t> power_watts;
+  std::optional<int64_t> weight_kg;
+  // The power feeds (ids) a device booking hangs on, when the device has fewer power ports
+  // than the rack has feeds (0038: FEEDS_UNNAMED without them); empty: all or none needed.
+  std::vector<std::string> feed_ids;
 };
 
 // The spec of a booking of a device's footprint (a placement, or a move hold of the device):
