@@ -103,11 +103,13 @@ TEST_CASE("capacity reports each dimension on its own and unknowns as unknown") 
   Fixture f;
   testing::RackSpec spec;
   spec.unit_count = 10;
-  spec.power_budget_watts = 1000;  // weight budget unknown
   const std::string rack = f.Rack(spec);
   REQUIRE(f.Place(rack, f.Device(2, "full", 200, -1), v1::SIDE_FRONT, 1).ok());
   REQUIRE(f.Place(rack, f.Device(1, "half", -1, 30), v1::SIDE_FRONT, 5).ok());
   REQUIRE(f.Place(rack, f.Device(1, "half", 150, 20), v1::SIDE_REAR, 5).ok());
+  // A device of unknown power stands in a budgeted rack only as it stood before the database
+  // decided budgets (schema 0039 refuses it now): the budget comes as an upgrade found it.
+  testing::BudgetRackBeforeTheRule(f.db, rack, 1000);  // weight budget unknown
   v1::ReserveUnitsRequest reserve;
   reserve.set_rack_id(rack);
   reserve.set_side(v1::SIDE_REAR);

@@ -61,6 +61,16 @@ std::string CreateDevice(const TestDatabase& db, const std::string& org_id,
       NullOr(spec.weight_kg, -1), ") RETURNING id"));
 }
 
+void BudgetRackBeforeTheRule(const TestDatabase& db, const std::string& rack_id,
+                             int power_budget_watts, int weight_budget_kg) {
+  db.Exec(absl::StrCat(
+      "SET LOCAL session_replication_role = replica; UPDATE racks SET power_budget_watts = ",
+      NullOr(power_budget_watts, 0), ", weight_budget_kg = ", NullOr(weight_budget_kg, 0),
+      " WHERE id = '", rack_id,
+      "'; SET LOCAL session_replication_role = origin; SELECT dcl_rack_budgets_adopt('", rack_id,
+      "')"));
+}
+
 std::string CreateTokenFor(const TestDatabase& db, const std::string& org_id, Role role,
                            const std::string& subject) {
   auto pool = db.MakePool(1);

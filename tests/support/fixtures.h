@@ -39,6 +39,13 @@ struct DeviceSpec {
 std::string CreateDevice(const TestDatabase& db, const std::string& org_id,
                          const std::string& site_id, const DeviceSpec& spec = {});
 
+// Gives a rack a power and weight budget (0 = none) as racks had them before schema 0039 decided
+// them: the columns set with the triggers off, then the rack adopted as the migration adopts
+// it, so a rack over its budget or with devices of unknown figures stands as it would after an
+// upgrade (rack_budgets' allowance and unknown).
+void BudgetRackBeforeTheRule(const TestDatabase& db, const std::string& rack_id,
+                             int power_budget_watts, int weight_budget_kg = 0);
+
 // A token in clear text for (org, role), created through the real token path.
 std::string CreateTokenFor(const TestDatabase& db, const std::string& org_id, Role role,
                            const std::string& subject = "");
