@@ -145,8 +145,7 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   mark("OccupancyService/ReleaseBooking");
 
   // Deliveries: where one half-depth 1U server would go, then its units reserved in one step.
-  // The units held above are for something unknown, which counts at the worst case and would
-  // leave the rack no power: they go first.
+  // The units held above are released first, so that the delivery has the rack to itself.
   await operator.occupancy.releaseBooking({ bookingId: held.id, reason: "order 42 off", requestId: `release-held-${unique}` });
   const delivery = {
     siteId: site.id,

@@ -40,11 +40,14 @@ std::string Figure(int64_t value) {
   return out;
 }
 
-// "5,400 → 6,200 of 6,000" (worst case, unknowns included), "— (no budget): 300 → 1,100".
+// "5,400 → 6,200 of 6,000" (as the database counts it), "300 → 1,100 (no budget)", with what
+// has no figure (counted 0), a rack held over its budget, or one whose load is unknown.
 std::string DimensionText(const v1::DeliveryDimension& d) {
-  std::string out = absl::StrCat(Figure(d.worst_before()), " → ", Figure(d.worst_after()));
+  std::string out = absl::StrCat(Figure(d.known_before()), " → ", Figure(d.used_after()));
   absl::StrAppend(&out, d.budget_known() ? absl::StrCat(" of ", Figure(d.budget()))
                                          : std::string(" (no budget)"));
+  if (d.allowance() > 0) absl::StrAppend(&out, " (over by ", Figure(d.allowance()), ")");
+  if (d.load_unknown()) absl::StrAppend(&out, ", load unknown: no addition");
   if (d.unknown_size() > 0) absl::StrAppend(&out, ", ", d.unknown_size(), " unknown");
   return out;
 }
@@ -81,12 +84,12 @@ std::vector<std::string> PlanLines(const v1::DeliveryPlan& plan,
                       DimensionText(r.power_watts()), DimensionText(r.weight_kg())});
     }
     lines.push_back("");
-    for (std::string& l : FormatTable({"RACK", "ITEMS", "FREE FRONT", "FREE REAR",
-                                       "POWER W (worst case)", "WEIGHT KG (worst case)"},
-                                      rows, {1})) {
+    for (std::string& l : FormatTable(
+             {"RACK", "ITEMS", "FREE FRONT", "FREE REAR", "POWER W", "WEIGHT KG"}, rows, {1})) {
       lines.push_back(std::move(l));
     }
-    // Unknowns by name: counted at the worst case, never as zero.
+    // What has no figure, by name: a device booked without one (the load is unknown), or a
+    // reservation or planned item holding units only.
     for (const v1::DeliveryRack& r : plan.racks()) {
       if (r.power_watts().unknown_size() > 0) {
         lines.push_back(absl::StrCat("  ", r.rack_name(), " power unknown: ",

@@ -17,8 +17,8 @@ namespace dcl::admin {
 absl::StatusOr<v1::DeliveryItem> ParseDeliveryItem(const std::string& text);
 
 // The plan as tables: the planned items (item, rack, side, unit, slots), the racks (free units,
-// power and weight before → after, budget, unknowns at worst case), and every unplaced item with
-// its reason per rack.
+// power and weight before → after as the database counts them, budget, what has no figure), and
+// every unplaced item with its reason per rack.
 std::vector<std::string> DeliveryPlanText(const v1::DeliveryPlan& plan);
 // The same, each planned item with the reservation PlaceDevice names.
 std::vector<std::string> DeliveryReservationText(const v1::DeliveryReservation& reservation);

@@ -1,7 +1,9 @@
 // OccupancyLogic's deliveries (occupancy_logic.h): PlanDelivery reads the site and runs the pure
 // planner (delivery_plan.h); ReserveDelivery writes one unit reservation per planned item through
-// the one booking write path, all in one transaction. The slot index stays the arbiter: a
-// booking that landed after the plan makes the whole delivery fail, its colliding units named.
+// the one booking write path, all in one transaction, each holding its item's known power and
+// weight in the rack's budgets. The database stays the arbiter: a booking that landed after the
+// plan makes the whole delivery fail, its colliding units named, and so does a budget it would
+// exceed (the refusal of the booking write path).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -123,9 +125,10 @@ void FillDimension(const DimensionView& v, v1::DeliveryDimension* out) {
   out->set_budget_known(v.budget.has_value());
   out->set_budget(v.budget.value_or(0));
   out->set_known_before(v.known_before);
-  out->set_worst_before(v.worst_before);
-  out->set_worst_after(v.worst_after);
+  out->set_used_after(v.used_after);
   for (const std::string& name : v.unknown) out->add_unknown(name);
+  out->set_allowance(v.allowance);
+  out->set_load_unknown(v.load_unknown);
 }
 
 void ToProto(const PreparedDelivery& d, const DeliveryPlan& plan, v1::DeliveryPlan* out) {
@@ -140,6 +143,9 @@ void ToProto(const PreparedDelivery& d, const DeliveryPlan& plan, v1::DeliveryPl
     item->set_rack_name(rack_names[p.rack_id]);
     item->set_side(p.side);
     item->set_unit(p.anchor_unit);
+    // What its reservation will hold in the rack's budgets.
+    if (d.items[p.item].power_watts) item->set_power_watts(*d.items[p.item].power_watts);
+    if (d.items[p.item].weight_kg) item->set_weight_kg(*d.items[p.item].weight_kg);
     for (const SlotRef& s : p.slots) {
       v1::Slot* slot = item->add_slots();
       slot->set_side(s.side);
@@ -325,13 +331,20 @@ absl::Status OccupancyLogic::ReserveDelivery(const Principal& p,
           absl::StatusOr<UnitRange> range = RangeOf(item, field);
           if (!range.ok()) return range.status();
           const bool both = range->front && range->rear;
-          const BookingSpec spec = UnitRangeSpec(
+          BookingSpec spec = UnitRangeSpec(
               v1::BOOKING_RESERVATION, item.rack_id(),
-              both ? v1::SIDE_UNSPECIFIED : range->front ? v1::SIDE_FRONT : v1::SIDE_REAR, both,
-              range->low, range->high,
+              both           ? v1::SIDE_UNSPECIFIED
+              : range->front ? v1::SIDE_FRONT
+                             : v1::SIDE_REAR,
+              both, range->low, range->high,
               absl::StrCat(reason, ": ", item.name().empty() ? field : item.name()), ttl);
+          // The item's known figures, held in the rack's budgets (the database judges them as
+          // it would the device's); an item without one reserves units only.
+          if (item.has_power_watts()) spec.power_watts = item.power_watts();
+          if (item.has_weight_kg()) spec.weight_kg = item.weight_kg();
           absl::StatusOr<v1::Booking> booking = CreateBooking(tx, p, spec);
           if (booking.ok()) {
+            EchoFigures(spec, &*booking);
             *out->add_reservations() = *std::move(booking);
             continue;
           }

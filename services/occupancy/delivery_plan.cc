@@ -13,12 +13,13 @@ namespace {
 
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
 
-int64_t WorstPower(const DeliveryItem& item) { return item.power_watts.value_or(kWorstCasePowerWatts); }
-int64_t WorstWeight(const DeliveryItem& item) { return item.weight_kg.value_or(kWorstCaseWeightKg); }
+// What an item's reservation adds: its figure, or 0 when it has none (units only).
+int64_t ItemPower(const DeliveryItem& item) { return item.power_watts.value_or(0); }
+int64_t ItemWeight(const DeliveryItem& item) { return item.weight_kg.value_or(0); }
 
-int64_t WorstOf(const std::vector<LoadFigure>& figures, int64_t worst_case) {
+int64_t KnownSum(const std::vector<LoadFigure>& figures) {
   int64_t sum = 0;
-  for (const LoadFigure& f : figures) sum += f.value.value_or(worst_case);
+  for (const LoadFigure& f : figures) sum += f.value.value_or(0);
   return sum;
 }
 
@@ -48,14 +49,14 @@ std::vector<SideMode> SideModes(const Geometry& g, const DeliveryItem& item, v1:
   return modes;
 }
 
-// One rack while a plan is built: which units are taken (index = unit - first_unit), the worst
-// case of each budget used, and how many items of this delivery it holds.
+// One rack while a plan is built: which units are taken (index = unit - first_unit), what each
+// budget counts, and how many items of this delivery it holds.
 struct RackState {
   const DeliveryRack* rack = nullptr;
   std::vector<char> front;
   std::vector<char> rear;
-  int64_t power_worst = 0;
-  int64_t weight_worst = 0;
+  int64_t power_used = 0;
+  int64_t weight_used = 0;
   int items = 0;
 };
 
@@ -70,8 +71,8 @@ RackState InitialState(const DeliveryRack& rack) {
     if (i < 0 || i >= n) continue;  // outside the rack: cannot collide with anything planned
     (slot.side == v1::SIDE_REAR ? s.rear : s.front)[i] = 1;
   }
-  s.power_worst = WorstOf(rack.power, kWorstCasePowerWatts);
-  s.weight_worst = WorstOf(rack.weight, kWorstCaseWeightKg);
+  s.power_used = KnownSum(rack.power);
+  s.weight_used = KnownSum(rack.weight);
   return s;
 }
 
@@ -118,17 +119,20 @@ Spot FindSpot(const RackState& s, const DeliveryItem& item, v1::Side wanted, Fit
   return best;
 }
 
-bool BudgetsAllow(const RackState& s, const DeliveryItem& item, const DeliveryConstraints& c) {
+bool PowerTakes(const RackState& s, const DeliveryItem& item, const DeliveryConstraints& c) {
   const DeliveryRack& r = *s.rack;
-  if (r.power_budget_watts &&
-      s.power_worst + WorstPower(item) > *r.power_budget_watts - c.power_headroom_watts) {
-    return false;
-  }
-  if (r.weight_budget_kg &&
-      s.weight_worst + WorstWeight(item) > *r.weight_budget_kg - c.weight_headroom_kg) {
-    return false;
-  }
-  return true;
+  return BudgetTakes(r.power_budget_watts, r.power_allowance_watts, r.power_load_unknown,
+                     s.power_used, ItemPower(item), c.power_headroom_watts);
+}
+
+bool WeightTakes(const RackState& s, const DeliveryItem& item, const DeliveryConstraints& c) {
+  const DeliveryRack& r = *s.rack;
+  return BudgetTakes(r.weight_budget_kg, r.weight_allowance_kg, r.weight_load_unknown,
+                     s.weight_used, ItemWeight(item), c.weight_headroom_kg);
+}
+
+bool BudgetsAllow(const RackState& s, const DeliveryItem& item, const DeliveryConstraints& c) {
+  return PowerTakes(s, item, c) && WeightTakes(s, item, c);
 }
 
 bool CapAllows(const RackState& s, const DeliveryConstraints& c) {
@@ -155,8 +159,8 @@ PlannedItem Commit(RackState& s, const DeliveryItem& item, int index, const Spot
     }
   }
   std::sort(p.slots.begin(), p.slots.end());
-  s.power_worst += WorstPower(item);
-  s.weight_worst += WorstWeight(item);
+  s.power_used += ItemPower(item);
+  s.weight_used += ItemWeight(item);
   ++s.items;
   return p;
 }
@@ -180,7 +184,7 @@ std::vector<int> ItemOrder(const std::vector<DeliveryItem>& items, bool by_power
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const DeliveryItem& x = items[a];
     const DeliveryItem& y = items[b];
-    if (by_power && WorstPower(x) != WorstPower(y)) return WorstPower(x) > WorstPower(y);
+    if (by_power && ItemPower(x) != ItemPower(y)) return ItemPower(x) > ItemPower(y);
     return x.height > y.height;
   });
   return order;
@@ -213,11 +217,10 @@ Attempt RunStrategy(const std::vector<DeliveryRack>& racks, const std::vector<in
         chosen_spot = spot;
         break;
       }
-      const int64_t power_left =
-          s.rack->power_budget_watts
-              ? *s.rack->power_budget_watts - c.power_headroom_watts - s.power_worst -
-                    WorstPower(item)
-              : kUnlimited;
+      const int64_t power_left = s.rack->power_budget_watts
+                                     ? *s.rack->power_budget_watts + s.rack->power_allowance_watts -
+                                           c.power_headroom_watts - s.power_used - ItemPower(item)
+                                     : kUnlimited;
       bool better = chosen < 0;
       if (!better && strategy.fit == Fit::kTightestPower && power_left != chosen_power_left) {
         better = power_left < chosen_power_left;
@@ -243,12 +246,19 @@ std::string SidesText(const std::vector<SideMode>& modes) {
   return modes[0].front ? "the front" : "the rear";
 }
 
+// Why one dimension refuses an item: "power 5,400 of 6,000 W + 800 W over budget", or "power
+// load unknown (a device without a figure): no addition" when the database would refuse any.
 std::string OverBudget(const char* dimension, const char* unit, int64_t used, int64_t budget,
-                       int64_t headroom, int64_t item, bool item_unknown) {
+                       int64_t allowance, bool load_unknown, int64_t headroom, int64_t item) {
+  if (load_unknown && item > 0) {
+    return absl::StrCat(dimension, " load unknown (a device without a ", dimension,
+                        " figure): no addition");
+  }
   std::string out = absl::StrCat(dimension, " ", Thousands(used), " of ", Thousands(budget), " ",
-                                 unit, " + ", Thousands(item), " ", unit);
-  if (item_unknown) absl::StrAppend(&out, " (unknown, at worst case)");
-  absl::StrAppend(&out, " over budget");
+                                 unit, " + ", Thousands(item), " ", unit, " over budget");
+  if (allowance > 0) {
+    absl::StrAppend(&out, " (the rack stands over its budget: it takes releases only)");
+  }
   if (headroom > 0) absl::StrAppend(&out, " with ", Thousands(headroom), " ", unit, " headroom");
   return out;
 }
@@ -275,15 +285,15 @@ std::string RackReason(const RackState& s, const DeliveryItem& item,
   } else {
     parts.push_back("units free");
   }
-  if (r.power_budget_watts &&
-      s.power_worst + WorstPower(item) > *r.power_budget_watts - c.power_headroom_watts) {
-    parts.push_back(OverBudget("power", "W", s.power_worst, *r.power_budget_watts,
-                               c.power_headroom_watts, WorstPower(item), !item.power_watts));
+  if (!PowerTakes(s, item, c)) {
+    parts.push_back(OverBudget("power", "W", s.power_used, *r.power_budget_watts,
+                               r.power_allowance_watts, r.power_load_unknown,
+                               c.power_headroom_watts, ItemPower(item)));
   }
-  if (r.weight_budget_kg &&
-      s.weight_worst + WorstWeight(item) > *r.weight_budget_kg - c.weight_headroom_kg) {
-    parts.push_back(OverBudget("weight", "kg", s.weight_worst, *r.weight_budget_kg,
-                               c.weight_headroom_kg, WorstWeight(item), !item.weight_kg));
+  if (!WeightTakes(s, item, c)) {
+    parts.push_back(OverBudget("weight", "kg", s.weight_used, *r.weight_budget_kg,
+                               r.weight_allowance_kg, r.weight_load_unknown, c.weight_headroom_kg,
+                               ItemWeight(item)));
   }
   return absl::StrCat(label, ": ", absl::StrJoin(parts, ", "));
 }
@@ -292,10 +302,12 @@ int FreeUnits(const std::vector<char>& side) {
   return static_cast<int>(std::count(side.begin(), side.end(), 0));
 }
 
-DimensionView View(std::optional<int64_t> budget, const std::vector<LoadFigure>& before,
-                   int64_t worst_case, int64_t worst_after) {
+DimensionView View(std::optional<int64_t> budget, int64_t allowance, bool load_unknown,
+                   const std::vector<LoadFigure>& before, int64_t used_after) {
   DimensionView v;
   v.budget = budget;
+  v.allowance = allowance;
+  v.load_unknown = load_unknown;
   for (const LoadFigure& f : before) {
     if (f.value) {
       v.known_before += *f.value;
@@ -303,12 +315,32 @@ DimensionView View(std::optional<int64_t> budget, const std::vector<LoadFigure>&
       v.unknown.push_back(f.name);
     }
   }
-  v.worst_before = WorstOf(before, worst_case);
-  v.worst_after = worst_after;
+  v.used_after = used_after;
   return v;
 }
 
 }  // namespace
+
+bool BudgetTakes(std::optional<int64_t> budget, int64_t allowance, bool load_unknown, int64_t used,
+                 int64_t amount, int64_t headroom) {
+  // A booking that adds nothing changes no row, so no rule judges it (and it takes nothing
+  // from the headroom); the database refuses one that adds to a row whose load is unknown.
+  if (!budget || amount == 0) return true;
+  if (load_unknown) return false;
+  return used + amount <= *budget + allowance - headroom;
+}
+
+bool RackTakes(const DeliveryRack& rack, std::optional<int64_t> power_watts,
+               std::optional<int64_t> weight_kg, bool device) {
+  if (device &&
+      ((rack.power_budget_watts && !power_watts) || (rack.weight_budget_kg && !weight_kg))) {
+    return false;
+  }
+  return BudgetTakes(rack.power_budget_watts, rack.power_allowance_watts, rack.power_load_unknown,
+                     KnownSum(rack.power), power_watts.value_or(0), 0) &&
+         BudgetTakes(rack.weight_budget_kg, rack.weight_allowance_kg, rack.weight_load_unknown,
+                     KnownSum(rack.weight), weight_kg.value_or(0), 0);
+}
 
 std::string Thousands(int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
@@ -390,13 +422,19 @@ DeliveryPlan PlanDelivery(const std::vector<DeliveryRack>& racks,
     v.free_front_after = FreeUnits(s.front);
     v.free_rear_after = r.geometry.has_rear ? FreeUnits(s.rear) : 0;
     v.items_planned = s.items;
-    v.power = View(r.power_budget_watts, r.power, kWorstCasePowerWatts, s.power_worst);
-    v.weight = View(r.weight_budget_kg, r.weight, kWorstCaseWeightKg, s.weight_worst);
+    v.power = View(r.power_budget_watts, r.power_allowance_watts, r.power_load_unknown, r.power,
+                   s.power_used);
+    v.weight = View(r.weight_budget_kg, r.weight_allowance_kg, r.weight_load_unknown, r.weight,
+                    s.weight_used);
     for (const PlannedItem& p : plan.planned) {
       if (p.rack_id != r.id) continue;
       const DeliveryItem& item = items[p.item];
-      if (!item.power_watts) v.power.unknown.push_back(absl::StrCat("item ", item.name));
-      if (!item.weight_kg) v.weight.unknown.push_back(absl::StrCat("item ", item.name));
+      if (!item.power_watts) {
+        v.power.unknown.push_back(absl::StrCat("item ", item.name, " (units only)"));
+      }
+      if (!item.weight_kg) {
+        v.weight.unknown.push_back(absl::StrCat("item ", item.name, " (units only)"));
+      }
     }
     plan.racks.push_back(std::move(v));
   }

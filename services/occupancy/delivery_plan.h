@@ -7,12 +7,14 @@
 //    the same units (full or unknown depth: unknown is the costly case), exactly as the rack
 //    planner (rack_plan.h) would claim them at that anchor; an open frame has only the front.
 //    Every active slot of a rack is taken, a lapsed reservation not yet released included.
-//  * Power and weight: a rack with a budget stays within budget minus the requested headroom,
-//    counting every unknown figure (a device without a figure, a reservation for no named
-//    device, an item without a figure) at the worst case: the largest figure the schema allows
-//    for one device (kMaxDevicePowerWatts, kMaxDeviceWeightKg). Unknowns are listed by name,
-//    never added in as zero. A rack without a budget for a dimension is not limited in it (the
-//    answer says so); its unknowns are still listed.
+//  * Power and weight: what the database counts and how it judges an addition (schema 0039,
+//    one budget row per rack and dimension): each active booking counts its own figure (a device
+//    booking its device's, a reservation the figure its writer gave it), and an item fits iff
+//    used + its figure <= budget + allowance - the requested headroom. An item without a figure
+//    is reserved for units only and adds 0; a reservation without one counts 0 too; both are
+//    listed by name. A device booked before the budget was decided, without the figure, leaves
+//    the rack's load unknown: the database refuses every addition there, and so does the plan.
+//    A rack without a budget for a dimension is not limited in it (the answer says so).
 //  * Constraints: the allowed racks (in the order given; all racks otherwise), keep together
 //    (every item in one rack) or at most N items per rack, a side for half-depth items.
 //  * Order and choice: several deterministic strategies run — first-fit decreasing by height,
@@ -38,10 +40,10 @@
 
 namespace dcl::occupancy {
 
-// One figure already standing in a rack (a placement's device, a reservation), for one
-// dimension: a known value, or unknown with the name it is listed under.
+// One booking already standing in a rack (a placement's device, a reservation), for one
+// dimension: the figure it counts, or none (counted 0) with the name it is listed under.
 struct LoadFigure {
-  std::string name;  // "device 3f2…", "reservation 9a1… (no device named)"
+  std::string name;  // "device 3f2…", "reservation 9a1… (units only)"
   std::optional<int64_t> value;
 };
 
@@ -52,8 +54,14 @@ struct DeliveryRack {
   std::vector<SlotRef> occupied;  // every active slot
   std::optional<int64_t> power_budget_watts;
   std::optional<int64_t> weight_budget_kg;
-  std::vector<LoadFigure> power;   // what stands there already
+  std::vector<LoadFigure> power;  // what stands there already; used = the known values' sum
   std::vector<LoadFigure> weight;
+  // The budget rows' allowance (a rack over its budget when the database began deciding it
+  // stays at most this much over) and whether their load is unknown (every addition refused).
+  int64_t power_allowance_watts = 0;
+  int64_t weight_allowance_kg = 0;
+  bool power_load_unknown = false;
+  bool weight_load_unknown = false;
 };
 
 // One device to place (a registered device, or one copy of a spec).
@@ -83,13 +91,14 @@ struct PlannedItem {
   std::vector<SlotRef> slots;            // sorted
 };
 
-// One dimension of one rack before and after the plan, unknowns at their worst case.
+// One dimension of one rack before and after the plan, as the database counts it.
 struct DimensionView {
   std::optional<int64_t> budget;
-  int64_t known_before = 0;
-  int64_t worst_before = 0;  // known + every unknown at its worst case
-  int64_t worst_after = 0;
-  std::vector<std::string> unknown;  // names of the unknown figures, before and planned
+  int64_t allowance = 0;
+  bool load_unknown = false;
+  int64_t known_before = 0;          // the known figures' sum
+  int64_t used_after = 0;            // with the planned items' figures
+  std::vector<std::string> unknown;  // names of what counts 0, before and planned
 };
 
 struct RackView {
@@ -116,9 +125,19 @@ struct DeliveryPlan {
   std::string strategy;               // which strategy's plan this is
 };
 
-// The worst case of one unknown figure.
-inline constexpr int64_t kWorstCasePowerWatts = 100000;  // kMaxDevicePowerWatts
-inline constexpr int64_t kWorstCaseWeightKg = 10000;     // kMaxDeviceWeightKg
+// Whether one more booking adding `amount` (0: a figure it does not have) fits one dimension
+// of a rack standing at `used`: the database's rule (rack_power_within_budget,
+// rack_weight_within_budget, rack_*_load_unknown) with `headroom` kept free on top. No budget,
+// or nothing added: always.
+bool BudgetTakes(std::optional<int64_t> budget, int64_t allowance, bool load_unknown, int64_t used,
+                 int64_t amount, int64_t headroom);
+
+// Whether the rack's power and weight budgets take one more booking with these figures as the
+// database judges it now (BudgetTakes per dimension, no headroom): a reservation, whose missing
+// figure adds 0, or a device booking (`device`), which on a rack with a budget for a dimension
+// needs that figure (bookings_power_known, bookings_weight_known). Units are not looked at.
+bool RackTakes(const DeliveryRack& rack, std::optional<int64_t> power_watts,
+               std::optional<int64_t> weight_kg, bool device);
 
 // Plans every item. Allowed rack ids not among `racks` are the caller's error and are ignored
 // here (the service refuses them before planning).

@@ -9,6 +9,7 @@
 #include "services/common/booking_kind.h"
 #include "services/common/db.h"
 #include "services/common/status.h"
+#include "services/occupancy/rack_store.h"
 
 namespace dcl::occupancy {
 namespace {
@@ -60,35 +61,65 @@ absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_ba
     racks[it->second].occupied.push_back(
         {ParseSide(row[1].as<std::string>()), row[2].as<int>()});
   }
-  // Every active booking with its device's figures, placements first (a device with a
-  // placement and a move hold in one rack is counted once, by its placement).
-  std::map<std::string, std::set<std::string>> counted;
+  // The budget rows the database judges an addition by (schema 0039): allowance and unknown.
+  std::set<std::string> has_rows;
   for (const auto& row : ExecCached(
            tx,
-           "SELECT b.rack_id::text, b.id::text, b.kind, coalesce(b.device_id::text, ''), "
-           "d.power_draw_watts, d.weight_kg FROM bookings b JOIN racks r ON r.id = b.rack_id "
-           "LEFT JOIN devices d ON d.id = b.device_id "
-           "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND b.released_at IS NULL "
-           "ORDER BY b.rack_id, b.kind <> 'placement', b.created_at, b.id",
+           "SELECT b.rack_id::text, b.dimension, b.allowance, b.unknown FROM rack_budgets b "
+           "JOIN racks r ON r.id = b.rack_id WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid",
            site_id, org_id)) {
+    auto it = index.find(row[0].as<std::string>());
+    if (it == index.end()) continue;
+    DeliveryRack& r = racks[it->second];
+    has_rows.insert(r.id);
+    const std::string dimension = row[1].as<std::string>();
+    if (dimension == "power") {
+      r.power_allowance_watts = row[2].as<int64_t>();
+      r.power_load_unknown = row[3].as<int64_t>() > 0;
+    } else if (dimension == "weight") {
+      r.weight_allowance_kg = row[2].as<int64_t>();
+      r.weight_load_unknown = row[3].as<int64_t>() > 0;
+    }
+  }
+  // Every active booking with the figures it counts (HeldFigures), placements first.
+  std::map<std::string, std::set<std::string>> counted;
+  for (const auto& row :
+       ExecCached(tx,
+                  "SELECT b.rack_id::text, b.id::text, b.kind, coalesce(b.device_id::text, ''), "
+                  "b.power_watts, b.weight_kg, d.power_draw_watts, d.weight_kg "
+                  "FROM bookings b JOIN racks r ON r.id = b.rack_id "
+                  "LEFT JOIN devices d ON d.id = b.device_id "
+                  "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND b.released_at IS NULL "
+                  "ORDER BY b.rack_id, b.kind <> 'placement', b.created_at, b.id",
+                  site_id, org_id)) {
     auto it = index.find(row[0].as<std::string>());
     if (it == index.end()) continue;
     DeliveryRack& r = racks[it->second];
     const std::string booking = row[1].as<std::string>();
     const v1::BookingKind kind = ParseBookingKind(row[2].as<std::string>());
     const std::string device = row[3].as<std::string>();
+    const HeldFigures f =
+        CountedFigures(kind, device, has_rows.count(r.id) > 0, OptionalInt(row[4]),
+                       OptionalInt(row[5]), OptionalInt(row[6]), OptionalInt(row[7]));
+    if (!f.counted) continue;
     if (device.empty()) {
-      if (kind == v1::BOOKING_BLOCKING) continue;  // holds no device: adds nothing
-      const std::string name =
-          absl::StrCat(BookingKindDisplayName(kind), " ", booking, " (no device named)");
-      r.power.push_back({name, std::nullopt});
-      r.weight.push_back({name, std::nullopt});
+      const std::string name = absl::StrCat(BookingKindDisplayName(kind), " ", booking);
+      const std::string units_only = absl::StrCat(name, " (units only)");
+      r.power.push_back({f.power_watts ? name : units_only, f.power_watts});
+      r.weight.push_back({f.weight_kg ? name : units_only, f.weight_kg});
       continue;
     }
-    if (!counted[r.id].insert(device).second) continue;
+    // Without budget rows the database counts nothing: a device with a placement and a move
+    // hold in one rack stands there once. With them, both bookings count until the move ends.
+    if (!has_rows.count(r.id) && !counted[r.id].insert(device).second) continue;
     const std::string name = absl::StrCat("device ", device);
-    r.power.push_back({name, OptionalInt(row[4])});
-    r.weight.push_back({name, OptionalInt(row[5])});
+    r.power.push_back({name, f.power_watts});
+    r.weight.push_back({name, f.weight_kg});
+    // A budget the database does not decide yet (no rows): unknown is still never free.
+    if (!has_rows.count(r.id)) {
+      r.power_load_unknown |= r.power_budget_watts && !f.power_watts;
+      r.weight_load_unknown |= r.weight_budget_kg && !f.weight_kg;
+    }
   }
   return racks;
 }

@@ -15,10 +15,12 @@
 namespace dcl::occupancy {
 
 // Every rack of the site, ordered by name: geometry, budgets, every active slot (a lapsed
-// reservation the sweeper has not released yet counts as taken), and per active booking one
-// figure per dimension, counted as GetRackCapacity counts them: a placement or move hold with
-// its device's figure (unknown when the device has none; a device counted once per rack), a
-// reservation for no named device as unknown, a blocking not at all. Unknown site → NOT_FOUND.
+// reservation the sweeper has not released yet counts as taken), per active booking one figure
+// per dimension as the database counts it (CountedFigures in rack_store.h: a device booking its
+// own, a reservation its own or none, "units only"; a blocking not at all), and the budget
+// rows' allowance and unknown load. On a rack without budget rows a device is counted once, and
+// a budget with a device whose figure is unknown reads as load unknown (unknown is never free).
+// Unknown site → NOT_FOUND.
 absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_base& tx,
                                                             const std::string& org_id,
                                                             const std::string& site_id);

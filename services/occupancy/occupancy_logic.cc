@@ -15,14 +15,19 @@
 namespace dcl::occupancy {
 namespace {
 
-// One capacity dimension over the rack's active bookings (placements first, so that a device
-// with a placement and a move hold in the same rack is counted once, by its placement). Every
-// booking lands in exactly one list: unknown is never added into a number nor read as free.
-void FillDimension(std::optional<int64_t> budget, const std::vector<HeldItem>& items,
+// One capacity dimension over the rack's active bookings, each with the figure the database
+// counts for it (CountedFigures). Every booking lands in exactly one list. On a rack without
+// budget rows nothing is decided by the database: there a device with a placement and a move hold
+// is counted once (by its placement: placements come first), and a budget with a device whose
+// figure is unknown reads as load unknown, as the database's row would.
+void FillDimension(std::optional<int64_t> budget, const std::optional<BudgetRow>& row,
+                   bool has_budget_rows, const std::vector<HeldItem>& items,
                    std::optional<int64_t> HeldItem::*figure, const std::string& dimension,
                    v1::CapacityDimension* out) {
   out->set_budget_known(budget.has_value());
   out->set_budget(budget.value_or(0));
+  out->set_allowance(row ? row->allowance : 0);
+  bool load_unknown = row && row->unknown > 0;
   int64_t known_used = 0;
   std::set<std::string> counted_devices;
   for (const HeldItem& item : items) {
@@ -33,28 +38,33 @@ void FillDimension(std::optional<int64_t> budget, const std::vector<HeldItem>& i
       entry->set_device_id(item.device_id);
       return entry;
     };
+    const std::optional<int64_t>& value = item.*figure;
     if (item.device_id.empty()) {
       if (item.kind == v1::BOOKING_BLOCKING) {
         add(out->mutable_not_counted())
             ->set_reason(absl::StrCat("blocking: holds no device, adds no ", dimension));
+      } else if (value) {
+        add(out->mutable_counted())->set_value(*value);
+        known_used += *value;
       } else if (item.kind == v1::BOOKING_RESERVATION) {
         add(out->mutable_unknown())
-            ->set_reason("rack reservation: what will stand there is unknown");
+            ->set_reason(absl::StrCat("rack reservation: holds units only, no ", dimension,
+                                      " figure given"));
       } else {
         add(out->mutable_unknown())
-            ->set_reason(absl::StrCat(BookingKindName(item.kind), " without a device: its ",
-                                      dimension, " is unknown"));
+            ->set_reason(
+                absl::StrCat(BookingKindName(item.kind), " without a device: holds units only"));
       }
       continue;
     }
-    if (!counted_devices.insert(item.device_id).second) {
+    if (!has_budget_rows && !counted_devices.insert(item.device_id).second) {
       add(out->mutable_not_counted())
           ->set_reason("the device is already counted in this rack (its placement)");
       continue;
     }
-    const std::optional<int64_t>& value = item.*figure;
     if (!value) {
       add(out->mutable_unknown())->set_reason(absl::StrCat("device has no ", dimension, " figure"));
+      if (!has_budget_rows && budget) load_unknown = true;
       continue;
     }
     add(out->mutable_counted())->set_value(*value);
@@ -62,9 +72,15 @@ void FillDimension(std::optional<int64_t> budget, const std::vector<HeldItem>& i
   }
   out->set_known_used(known_used);
   out->set_items_with_unknown_value(out->unknown_size());
+  out->set_load_unknown(load_unknown);
 }
 
 }  // namespace
+
+void EchoFigures(const BookingSpec& spec, v1::Booking* out) {
+  if (spec.power_watts) out->set_power_watts(*spec.power_watts);
+  if (spec.weight_kg) out->set_weight_kg(*spec.weight_kg);
+}
 
 absl::Status OccupancyLogic::GetRack(const Principal& p, const v1::GetRackRequest& req,
                                      v1::Rack* out) {
@@ -89,10 +105,10 @@ absl::Status OccupancyLogic::GetRackCapacity(const Principal& p,
   out->set_has_rear(load->has_rear);
   out->set_free_front_units(load->unit_count - load->taken_front_units);
   out->set_free_rear_units(load->has_rear ? load->unit_count - load->taken_rear_units : 0);
-  FillDimension(load->power_budget_watts, load->held, &HeldItem::power_watts, "power",
-                out->mutable_power_watts());
-  FillDimension(load->weight_budget_kg, load->held, &HeldItem::weight_kg, "weight",
-                out->mutable_weight_kg());
+  FillDimension(load->power_budget_watts, load->power_row, load->has_budget_rows, load->held,
+                &HeldItem::power_watts, "power", out->mutable_power_watts());
+  FillDimension(load->weight_budget_kg, load->weight_row, load->has_budget_rows, load->held,
+                &HeldItem::weight_kg, "weight", out->mutable_weight_kg());
   return absl::OkStatus();
 }
 
@@ -141,6 +157,7 @@ absl::Status OccupancyLogic::Create(const Principal& p, const BookingSpec& spec,
                                             CreateBooking(tx, p, spec);
                                         if (!booking.ok()) return booking.status();
                                         *out = *std::move(booking);
+                                        EchoFigures(spec, out);
                                         return absl::OkStatus();
                                       });
 }
@@ -226,10 +243,13 @@ absl::Status OccupancyLogic::BlockUnits(const Principal& p, const v1::BlockUnits
 
 absl::Status OccupancyLogic::ReserveUnits(const Principal& p, const v1::ReserveUnitsRequest& req,
                                           v1::Booking* out, bool* replayed) {
-  const BookingSpec spec = UnitRangeSpec(
+  BookingSpec spec = UnitRangeSpec(
       v1::BOOKING_RESERVATION, req.rack_id(), req.side(), req.both_sides(), req.first_unit(),
       req.last_unit(), req.reason(),
       req.ttl_seconds() == 0 ? options_.default_reservation_ttl_seconds : req.ttl_seconds());
+  // What will stand there, held in the rack's budgets; without it the units only.
+  if (req.has_power_watts()) spec.power_watts = req.power_watts();
+  if (req.has_weight_kg()) spec.weight_kg = req.weight_kg();
   return Create(p, spec, Rpc::kReserveUnits, req, req.request_id(), out, replayed);
 }
 

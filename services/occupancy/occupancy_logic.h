@@ -20,6 +20,10 @@ struct OccupancyOptions {
   int64_t default_reservation_ttl_seconds = kDefaultReservationTtlSeconds;
 };
 
+// A rack reservation's figures in its write's answer (Booking.power_watts, weight_kg): those
+// the spec wrote, which the database counts as written; unset, it holds units only.
+void EchoFigures(const BookingSpec& spec, v1::Booking* out);
+
 class OccupancyLogic {
  public:
   explicit OccupancyLogic(DbPool& pool, OccupancyOptions options = {})
@@ -30,11 +34,12 @@ class OccupancyLogic {
   // Geometry, budgets, and every active slot (unit order, front before rear) with the booking
   // and kind occupying it.
   absl::Status GetRack(const Principal& p, const v1::GetRackRequest& req, v1::Rack* out);
-  // Free units per side, power and weight each on its own. Every active booking counts:
-  // placements and move holds with their device's figures, a rack reservation without a device
-  // as unknown, a blocking as holding no device; unknown draws and weights are listed with
-  // their reason, never added in. Every active slot counts as taken (a lapsed reservation the
-  // sweeper has not released yet is reported as taken, never as free).
+  // Free units per side, power and weight each on its own, as the database counts them (schema
+  // 0039): every active booking with its own figures (placements and move holds their device's,
+  // a rack reservation the ones it was given, or none: units only), a blocking as holding no
+  // device; what has no figure is listed with its reason, never added in; the budget row's
+  // allowance and whether its load is unknown (every addition refused). Every active slot
+  // counts as taken (a lapsed reservation the sweeper has not released yet is taken, not free).
   absl::Status GetRackCapacity(const Principal& p, const v1::GetRackCapacityRequest& req,
                                v1::RackCapacity* out);
   // Dry run: writes nothing.

@@ -17,6 +17,23 @@ std::optional<int64_t> OptionalInt(const pqxx::field& f) {
 
 }  // namespace
 
+HeldFigures CountedFigures(v1::BookingKind kind, const std::string& device_id,
+                           bool rack_has_budget_rows, std::optional<int64_t> booking_power_watts,
+                           std::optional<int64_t> booking_weight_kg,
+                           std::optional<int64_t> device_power_watts,
+                           std::optional<int64_t> device_weight_kg) {
+  HeldFigures f;
+  if (kind == v1::BOOKING_BLOCKING) return f;
+  f.counted = true;
+  f.power_watts = booking_power_watts;
+  f.weight_kg = booking_weight_kg;
+  if (!device_id.empty() && !rack_has_budget_rows) {
+    if (!f.power_watts) f.power_watts = device_power_watts;
+    if (!f.weight_kg) f.weight_kg = device_weight_kg;
+  }
+  return f;
+}
+
 absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string& org_id,
                                   const std::string& rack_id) {
   pqxx::result r = ExecCached(
@@ -77,21 +94,34 @@ absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::str
   load.taken_front_units = row[4].as<int>();
   load.taken_rear_units = row[5].as<int>();
 
-  pqxx::result held =
-      ExecCached(tx,
-                 "SELECT b.id::text, b.kind, coalesce(b.device_id::text, ''), d.power_draw_watts, "
-                 "d.weight_kg FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
-                 "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
-                 "ORDER BY b.kind <> 'placement', b.created_at, b.id",
-                 rack_id);
+  for (const auto& b : ExecCached(tx,
+                                  "SELECT dimension, allowance, unknown FROM rack_budgets "
+                                  "WHERE rack_id = $1::uuid",
+                                  rack_id)) {
+    load.has_budget_rows = true;
+    const std::string dimension = b[0].as<std::string>();
+    const BudgetRow row{b[1].as<int64_t>(), b[2].as<int64_t>()};
+    if (dimension == "power") load.power_row = row;
+    if (dimension == "weight") load.weight_row = row;
+  }
+  pqxx::result held = ExecCached(
+      tx,
+      "SELECT b.id::text, b.kind, coalesce(b.device_id::text, ''), b.power_watts, b.weight_kg, "
+      "d.power_draw_watts, d.weight_kg FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
+      "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+      "ORDER BY b.kind <> 'placement', b.created_at, b.id",
+      rack_id);
   load.held.reserve(held.size());
   for (const auto& h : held) {
     HeldItem item;
     item.booking_id = h[0].as<std::string>();
     item.kind = ParseBookingKind(h[1].as<std::string>());
     item.device_id = h[2].as<std::string>();
-    item.power_watts = OptionalInt(h[3]);
-    item.weight_kg = OptionalInt(h[4]);
+    const HeldFigures f =
+        CountedFigures(item.kind, item.device_id, load.has_budget_rows, OptionalInt(h[3]),
+                       OptionalInt(h[4]), OptionalInt(h[5]), OptionalInt(h[6]));
+    item.power_watts = f.power_watts;
+    item.weight_kg = f.weight_kg;
     load.held.push_back(std::move(item));
   }
   return load;

@@ -21,13 +21,37 @@ namespace dcl::occupancy {
 absl::StatusOr<v1::Rack> LoadRack(pqxx::transaction_base& tx, const std::string& org_id,
                                   const std::string& rack_id);
 
-// An active booking of a rack with the figures of the device it holds, if any.
+// The figures one active booking counts in its rack's power and weight, as the database counts
+// them (schema 0039, dcl_booking_contribution): a device booking (placement, move hold) its
+// own, fixed from the device when it was booked; a rack reservation the figures its writer gave
+// it (none: it holds units only); a blocking nothing. On a rack without budget rows the database
+// fixes no device booking's figures, so there the device's current figures are read instead.
+// An unset figure counts 0; for a device booking it is unknown.
+struct HeldFigures {
+  bool counted = false;  // false: a blocking, which holds no device and no figure
+  std::optional<int64_t> power_watts;
+  std::optional<int64_t> weight_kg;
+};
+HeldFigures CountedFigures(v1::BookingKind kind, const std::string& device_id,
+                           bool rack_has_budget_rows, std::optional<int64_t> booking_power_watts,
+                           std::optional<int64_t> booking_weight_kg,
+                           std::optional<int64_t> device_power_watts,
+                           std::optional<int64_t> device_weight_kg);
+
+// An active booking of a rack with the figures it counts (CountedFigures).
 struct HeldItem {
   std::string booking_id;
   v1::BookingKind kind = v1::BOOKING_KIND_UNSPECIFIED;
   std::string device_id;  // "" when the booking names no device
   std::optional<int64_t> power_watts;
   std::optional<int64_t> weight_kg;
+};
+
+// One dimension's budget row (rack_budgets, schema 0039): what the database judges an addition
+// by besides the sum.
+struct BudgetRow {
+  int64_t allowance = 0;  // a rack over its budget when the row was built may stay this far over
+  int64_t unknown = 0;    // device bookings counted without the figure: every addition refused
 };
 
 // What a rack's capacity is computed from, read in one snapshot.
@@ -38,6 +62,9 @@ struct RackLoad {
   std::optional<int64_t> weight_budget_kg;
   int taken_front_units = 0;  // active slots: a lapsed reservation not yet released counts
   int taken_rear_units = 0;
+  bool has_budget_rows = false;  // any rack_budgets row (feeds, cooling, power, weight)
+  std::optional<BudgetRow> power_row;
+  std::optional<BudgetRow> weight_row;
   // Every active booking, placements first, then by creation.
   std::vector<HeldItem> held;
 };

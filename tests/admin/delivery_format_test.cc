@@ -64,10 +64,10 @@ v1::DeliveryPlan SamplePlan() {
   r->set_items_planned(1);
   r->mutable_power_watts()->set_budget_known(true);
   r->mutable_power_watts()->set_budget(6000);
-  r->mutable_power_watts()->set_worst_before(4600);
-  r->mutable_power_watts()->set_worst_after(5400);
-  r->mutable_weight_kg()->set_worst_before(10000);
-  r->mutable_weight_kg()->set_worst_after(10025);
+  r->mutable_power_watts()->set_known_before(4600);
+  r->mutable_power_watts()->set_used_after(5400);
+  r->mutable_weight_kg()->set_known_before(10000);
+  r->mutable_weight_kg()->set_used_after(10025);
   r->mutable_weight_kg()->add_unknown("device 42");
   v1::UnplacedDeliveryItem* u = plan.add_unplaced();
   u->set_name("R650 #2");
@@ -82,7 +82,7 @@ bool HasLine(const std::vector<std::string>& lines, const std::string& part) {
   return false;
 }
 
-TEST_CASE("the plan reads as tables: items, racks with worst-case figures, and why not") {
+TEST_CASE("the plan reads as tables: items, racks with the counted figures, and why not") {
   const std::vector<std::string> lines = DeliveryPlanText(SamplePlan());
   CHECK(lines[0] == "1 of 2 items planned (first-fit decreasing by height)");
   CHECK(HasLine(lines, "R650 #1  R101  front  U5    front U5..U6, rear U5..U6"));

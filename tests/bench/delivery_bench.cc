@@ -87,7 +87,7 @@ World Seed(const std::string& url, int racks, int items) {
                               800 + rng() % 401, ") RETURNING id"))[0]
             .as<std::string>();
     // About a third of the rack booked, from the bottom: mostly placements, a few blockings and
-    // rack reservations (unknown figures: the worst case on a later plan).
+    // rack reservations (without figures: units only).
     int unit = 1;
     while (unit <= 14) {
       const int height = 1 + static_cast<int>(rng() % 2);

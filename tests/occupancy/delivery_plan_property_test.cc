@@ -1,7 +1,9 @@
 // The delivery planner over 1,200 generated sites and deliveries (fixed seeds, so a failure
 // replays): every planned item is a claim the rack planner accepts against the rack's bookings
 // and every item planned before it (no shared slot, no collision, inside the rack, on a side it
-// has); every known budget holds with unknowns at their worst case and the headroom kept; keep
+// has); every known budget holds as the database judges it (each booking's own figure, an
+// item without one adding 0, the allowance of a rack over its budget, no addition to a load
+// that is unknown) with the headroom kept; keep
 // together and spread hold; the plan is deterministic; and it places at least as many items as
 // first-fit decreasing, written here independently on top of the rack planner.
 #include <algorithm>
@@ -70,10 +72,25 @@ Case Generate(uint32_t seed) {
     }
     if (Chance(rng, 70)) rack.power_budget_watts = Uniform(rng, 0, 12000);
     if (Chance(rng, 60)) rack.weight_budget_kg = Uniform(rng, 0, 900);
-    // Sometimes a reservation for no named device: unknown in both dimensions.
+    // A booking without a figure on a budgeted rack: a device booked before the budget was
+    // decided, so the load is unknown. Sometimes a rack over its budget, held there.
+    for (const LoadFigure& f : rack.power) {
+      rack.power_load_unknown |= rack.power_budget_watts && !f.value;
+    }
+    for (const LoadFigure& f : rack.weight) {
+      rack.weight_load_unknown |= rack.weight_budget_kg && !f.value;
+    }
+    if (rack.power_budget_watts && Chance(rng, 10))
+      rack.power_allowance_watts = Uniform(rng, 1, 900);
+    if (rack.weight_budget_kg && Chance(rng, 10)) rack.weight_allowance_kg = Uniform(rng, 1, 60);
+    // Sometimes a reservation without figures (units only: counts 0) or with them.
     if (Chance(rng, 10)) {
-      rack.power.push_back({"reservation (no device named)", std::nullopt});
-      rack.weight.push_back({"reservation (no device named)", std::nullopt});
+      rack.power.push_back({"reservation (units only)", std::nullopt});
+      rack.weight.push_back({"reservation (units only)", std::nullopt});
+    }
+    if (Chance(rng, 10)) {
+      rack.power.push_back({"reservation", Figure(rng, 0, 2000, 0)});
+      rack.weight.push_back({"reservation", Figure(rng, 0, 100, 0)});
     }
     c.racks.push_back(std::move(rack));
   }
@@ -118,15 +135,25 @@ std::vector<const DeliveryRack*> Allowed(const Case& c) {
   return out;
 }
 
-int64_t Worst(const std::vector<LoadFigure>& figures, int64_t worst) {
+int64_t Known(const std::vector<LoadFigure>& figures) {
   int64_t sum = 0;
-  for (const LoadFigure& f : figures) sum += f.value ? *f.value : worst;
+  for (const LoadFigure& f : figures) sum += f.value ? *f.value : 0;
   return sum;
 }
 
+// The database's rule for one dimension, written out again: nothing added is never judged;
+// otherwise a budget takes x when its load is known and used + x stays within budget +
+// allowance (- headroom).
+bool Takes(std::optional<int64_t> budget, int64_t allowance, bool load_unknown, int64_t used,
+           int64_t x, int64_t headroom) {
+  if (!budget || x == 0) return true;
+  if (load_unknown) return false;
+  return used + x <= *budget + allowance - headroom;
+}
+
 // First-fit decreasing, independently: items by height (tallest first, then input order); each
-// into the first allowed rack with room under the cap and both budgets (unknowns at worst case),
-// at the lowest anchor the rack planner accepts, front before rear.
+// into the first allowed rack with room under the cap and both budgets (Takes), at the lowest
+// anchor the rack planner accepts, front before rear.
 int FirstFitDecreasing(const Case& c, const std::vector<const DeliveryRack*>& racks) {
   const DeliveryConstraints& k = c.constraints;
   std::vector<int> order(c.items.size());
@@ -141,25 +168,22 @@ int FirstFitDecreasing(const Case& c, const std::vector<const DeliveryRack*>& ra
   };
   std::vector<State> states;
   for (const DeliveryRack* r : racks) {
-    states.push_back({r->occupied, Worst(r->power, kWorstCasePowerWatts),
-                      Worst(r->weight, kWorstCaseWeightKg), 0});
+    states.push_back({r->occupied, Known(r->power), Known(r->weight), 0});
   }
   int placed = 0;
   for (int index : order) {
     const DeliveryItem& item = c.items[index];
-    const int64_t power = item.power_watts ? *item.power_watts : kWorstCasePowerWatts;
-    const int64_t weight = item.weight_kg ? *item.weight_kg : kWorstCaseWeightKg;
+    const int64_t power = item.power_watts ? *item.power_watts : 0;  // units only
+    const int64_t weight = item.weight_kg ? *item.weight_kg : 0;
     bool done = false;
     for (size_t r = 0; r < racks.size() && !done; ++r) {
       const DeliveryRack& rack = *racks[r];
       State& s = states[r];
       if (k.max_per_rack > 0 && s.items >= k.max_per_rack) continue;
-      if (rack.power_budget_watts &&
-          s.power + power > *rack.power_budget_watts - k.power_headroom_watts) {
-        continue;
-      }
-      if (rack.weight_budget_kg &&
-          s.weight + weight > *rack.weight_budget_kg - k.weight_headroom_kg) {
+      if (!Takes(rack.power_budget_watts, rack.power_allowance_watts, rack.power_load_unknown,
+                 s.power, power, k.power_headroom_watts) ||
+          !Takes(rack.weight_budget_kg, rack.weight_allowance_kg, rack.weight_load_unknown,
+                 s.weight, weight, k.weight_headroom_kg)) {
         continue;
       }
       for (int anchor = rack.geometry.first_unit; anchor <= rack.geometry.last_unit() && !done;
@@ -230,8 +254,8 @@ TEST_CASE("over 1,200 generated deliveries the plan is sound and beats first-fit
     for (const DeliveryRack* r : allowed) {
       by_id[r->id] = r;
       occupied[r->id] = r->occupied;
-      power[r->id] = Worst(r->power, kWorstCasePowerWatts);
-      weight[r->id] = Worst(r->weight, kWorstCaseWeightKg);
+      power[r->id] = Known(r->power);
+      weight[r->id] = Known(r->weight);
     }
     for (const PlannedItem& p : plan.planned) {
       REQUIRE(by_id.count(p.rack_id) == 1);  // an allowed rack
@@ -251,22 +275,32 @@ TEST_CASE("over 1,200 generated deliveries the plan is sound and beats first-fit
       std::sort(sorted.begin(), sorted.end());
       CHECK(sorted == p.slots);
       occupied[p.rack_id].insert(occupied[p.rack_id].end(), claim->begin(), claim->end());
-      power[p.rack_id] += item.power_watts ? *item.power_watts : kWorstCasePowerWatts;
-      weight[p.rack_id] += item.weight_kg ? *item.weight_kg : kWorstCaseWeightKg;
+      // Each item as the database will judge its reservation, one after the other.
+      const int64_t item_power = item.power_watts ? *item.power_watts : 0;
+      const int64_t item_weight = item.weight_kg ? *item.weight_kg : 0;
+      CHECK(Takes(rack.power_budget_watts, rack.power_allowance_watts, rack.power_load_unknown,
+                  power[p.rack_id], item_power, c.constraints.power_headroom_watts));
+      CHECK(Takes(rack.weight_budget_kg, rack.weight_allowance_kg, rack.weight_load_unknown,
+                  weight[p.rack_id], item_weight, c.constraints.weight_headroom_kg));
+      power[p.rack_id] += item_power;
+      weight[p.rack_id] += item_weight;
       ++count[p.rack_id];
     }
     for (const RackView& v : plan.racks) {
       const DeliveryRack& rack = *by_id[v.rack_id];
-      // A rack the plan puts something into stays within every known budget (one it leaves
-      // alone may be over already: that is not the plan's doing).
-      if (count[v.rack_id] > 0 && rack.power_budget_watts) {
-        CHECK(power[v.rack_id] <= *rack.power_budget_watts - c.constraints.power_headroom_watts);
+      // A rack the plan puts something into stays within every known budget and its
+      // allowance (one it leaves alone may be over already: that is not the plan's doing).
+      if (count[v.rack_id] > 0 && rack.power_budget_watts && power[v.rack_id] > Known(rack.power)) {
+        CHECK(power[v.rack_id] <= *rack.power_budget_watts + rack.power_allowance_watts -
+                                      c.constraints.power_headroom_watts);
       }
-      if (count[v.rack_id] > 0 && rack.weight_budget_kg) {
-        CHECK(weight[v.rack_id] <= *rack.weight_budget_kg - c.constraints.weight_headroom_kg);
+      if (count[v.rack_id] > 0 && rack.weight_budget_kg && weight[v.rack_id] > Known(rack.weight)) {
+        CHECK(weight[v.rack_id] <=
+              *rack.weight_budget_kg + rack.weight_allowance_kg - c.constraints.weight_headroom_kg);
       }
-      CHECK(v.power.worst_after == power[v.rack_id]);
-      CHECK(v.weight.worst_after == weight[v.rack_id]);
+      CHECK(v.power.used_after == power[v.rack_id]);
+      CHECK(v.weight.used_after == weight[v.rack_id]);
+      CHECK(v.power.load_unknown == rack.power_load_unknown);
       CHECK(v.items_planned == count[v.rack_id]);
       if (c.constraints.max_per_rack > 0) CHECK(count[v.rack_id] <= c.constraints.max_per_rack);
     }

@@ -1,5 +1,7 @@
-// The delivery planner's pure core: units, sides, power and weight each on its own, unknowns at
-// their worst case and named, keep together / spread, reasons per rack and dimension.
+// The delivery planner's pure core: units, sides, power and weight each on its own as the
+// database counts and judges them (figures a booking lacks count 0 and are named; an unknown
+// load blocks; an allowance holds a rack over its budget), keep together / spread, reasons per
+// rack and dimension.
 #include "services/occupancy/delivery_plan.h"
 
 #include <catch2/catch.hpp>
@@ -67,8 +69,8 @@ TEST_CASE("the planner places what first-fit decreasing strands on power") {
   CHECK(plan.planned[0].rack_id == "B");
   CHECK(plan.planned[1].rack_id == "A");
   CHECK(plan.strategy == "best fit (tightest power budget) decreasing by power");
-  CHECK(plan.racks[0].power.worst_after == 900);
-  CHECK(plan.racks[1].power.worst_after == 400);
+  CHECK(plan.racks[0].power.used_after == 900);
+  CHECK(plan.racks[1].power.used_after == 400);
   // Deterministic: the same input gives the same plan.
   const DeliveryPlan again = PlanDelivery({a, b}, items, {});
   REQUIRE(again.planned.size() == 2);
@@ -100,26 +102,68 @@ TEST_CASE("power over budget is named with the figures, the way an operator read
                                  "R102: no 2 contiguous units free on both sides"});
 }
 
-TEST_CASE("an unknown figure counts at the worst case and is listed by name") {
+TEST_CASE("a reservation without a figure counts 0 and is named; a device's unknown load blocks") {
+  DeliveryRack blocked = Rack("U");
+  blocked.power_budget_watts = 20000;
+  blocked.power = {{"device d9", std::nullopt}, {"device d8", 300}};
+  blocked.power_load_unknown = true;  // d9 was booked before the budget was decided
   DeliveryRack budgeted = Rack("B");
   budgeted.power_budget_watts = 20000;
-  budgeted.power = {{"reservation r1 (no device named)", std::nullopt}};
-  DeliveryRack open = Rack("N");  // no power budget: not limited
-  open.power = {{"device d9", std::nullopt}, {"device d8", 300}};
+  budgeted.power = {{"reservation r1 (units only)", std::nullopt}};
   const DeliveryPlan plan =
-      PlanDelivery({budgeted, open}, {Item("x", 1, v1::DEPTH_HALF, std::nullopt)}, {});
+      PlanDelivery({blocked, budgeted}, {Item("x", 1, v1::DEPTH_HALF, 500)}, {});
   REQUIRE(plan.planned.size() == 1);
-  CHECK(plan.planned[0].rack_id == "N");
-  const RackView& b = plan.racks[0];
+  CHECK(plan.planned[0].rack_id == "B");
+  const RackView& u = plan.racks[0];
+  CHECK(u.power.load_unknown);
+  CHECK(u.power.known_before == 300);
+  CHECK(u.power.used_after == 300);
+  CHECK(u.power.unknown == std::vector<std::string>{"device d9"});
+  const RackView& b = plan.racks[1];
+  CHECK_FALSE(b.power.load_unknown);
   CHECK(b.power.known_before == 0);
-  CHECK(b.power.worst_before == kWorstCasePowerWatts);
-  CHECK(b.power.unknown == std::vector<std::string>{"reservation r1 (no device named)"});
-  const RackView& n = plan.racks[1];
-  CHECK(n.power.known_before == 300);
-  CHECK(n.power.worst_after == 300 + 2 * kWorstCasePowerWatts);
-  CHECK(n.power.unknown == std::vector<std::string>{"device d9", "item x"});
-  CHECK(n.free_front_before == 42);
-  CHECK(n.free_front_after == 41);
+  CHECK(b.power.used_after == 500);
+  CHECK(b.power.unknown == std::vector<std::string>{"reservation r1 (units only)"});
+
+  // Into the blocked rack only what adds nothing: an item without a figure holds units only.
+  const DeliveryPlan only_units = PlanDelivery(
+      {blocked}, {Item("y", 1, v1::DEPTH_HALF, std::nullopt), Item("z", 1, v1::DEPTH_HALF, 500)},
+      {});
+  REQUIRE(only_units.planned.size() == 1);
+  CHECK(only_units.planned[0].item == 0);
+  CHECK(only_units.racks[0].power.used_after == 300);
+  CHECK(only_units.racks[0].power.unknown ==
+        std::vector<std::string>{"device d9", "item y (units only)"});
+  REQUIRE(only_units.unplaced.size() == 1);
+  CHECK(only_units.unplaced[0].reasons ==
+        std::vector<std::string>{
+            "U: units free, power load unknown (a device without a power figure): no addition"});
+}
+
+TEST_CASE("an item fits up to the budget exactly, and a rack held over its budget takes none") {
+  DeliveryRack r = Rack("R");
+  r.power_budget_watts = 5000;
+  r.power = {{"reservation a", 450}, {"reservation b", 450}};
+  const DeliveryPlan plan =
+      PlanDelivery({r}, {Item("a", 1, v1::DEPTH_HALF, 4100), Item("b", 1, v1::DEPTH_HALF, 1)}, {});
+  CHECK(plan.racks[0].power.known_before == 900);
+  REQUIRE(plan.planned.size() == 1);
+  CHECK(plan.racks[0].power.used_after == 5000);
+  REQUIRE(plan.unplaced.size() == 1);
+  CHECK(plan.unplaced[0].reasons ==
+        std::vector<std::string>{"R: units free, power 5,000 of 5,000 W + 1 W over budget"});
+
+  DeliveryRack over = Rack("O");
+  over.weight_budget_kg = 1000;
+  over.weight = {{"device d1", 1200}};
+  over.weight_allowance_kg = 200;  // it stood at 1,200 kg when the budget was decided
+  const DeliveryPlan held = PlanDelivery({over}, {Item("c", 1, v1::DEPTH_HALF, 100, 1)}, {});
+  CHECK(held.planned.empty());
+  CHECK(held.racks[0].weight.allowance == 200);
+  REQUIRE(held.unplaced.size() == 1);
+  CHECK(held.unplaced[0].reasons ==
+        std::vector<std::string>{"O: units free, weight 1,200 of 1,000 kg + 1 kg over budget (the "
+                                 "rack stands over its budget: it takes releases only)"});
 }
 
 TEST_CASE("headroom is kept free on power and weight") {

@@ -1,13 +1,15 @@
 // PlanDelivery and ReserveDelivery against a real PostgreSQL: a plan writes nothing and reads
-// unknowns as the worst case; a reservation of a whole delivery is one transaction, all or
-// nothing, its colliding units named; each item is then placed out of its own reservation
-// without a free instant; the sweeper releases a lapsed delivery like any other reservation.
+// what the database counts (a reservation's own figures, none for one that holds units only); a
+// reservation of a whole delivery is one transaction, all or nothing, its colliding units named,
+// each item's known figures held in the rack's budgets; each item is then placed out of its own
+// reservation without a free instant; the sweeper releases a lapsed delivery like any other.
 #include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "services/common/status.h"
 #include "services/occupancy/booking_store.h"
 #include "services/occupancy/occupancy_logic.h"
@@ -111,6 +113,161 @@ TEST_CASE("an item that fits nowhere says why, per rack and dimension") {
   CHECK(plan.unplaced(0).reasons(0) ==
         "R101: units free, power 5,400 of 6,000 W + 800 W over budget");
   CHECK(plan.unplaced(0).reasons(1) == "R102: no 5 contiguous units free on both sides");
+}
+
+// A rack whose power budget the database decides: budgeted after it was created, so its budget
+// rows are built (schema 0039) whatever a rack created with a budget gets.
+std::string BudgetedRack(Site& s, const std::string& name, int power_budget_watts) {
+  testing::RackSpec spec;
+  spec.name = name;
+  spec.unit_count = 10;
+  const std::string rack = testing::CreateRack(s.db, s.org, s.site, spec);
+  s.db.Exec(absl::StrCat("UPDATE racks SET power_budget_watts = ", power_budget_watts,
+                         " WHERE id = '", rack, "'"));
+  return rack;
+}
+
+v1::PlanDeliveryRequest SpecRequest(const Site& s, const std::string& rack, int power_watts,
+                                    int count) {
+  v1::PlanDeliveryRequest req;
+  req.set_site_id(s.site);
+  v1::DeliverySpec* spec = req.add_items()->mutable_spec();
+  spec->set_height_units(1);
+  spec->set_depth_class(v1::DEPTH_HALF);
+  spec->set_power_draw_watts(power_watts);
+  spec->set_count(count);
+  spec->set_label(absl::StrCat(power_watts, " W"));
+  req.mutable_constraints()->add_rack_ids(rack);
+  return req;
+}
+
+int64_t PowerUsed(const Site& s, const std::string& rack) {
+  return s.db.Count(absl::StrCat("SELECT used FROM rack_budgets WHERE rack_id = '", rack,
+                                 "' AND dimension = 'power'"));
+}
+
+TEST_CASE(
+    "two 450 W servers reserved in a 5,000 W rack count 900 W, and the next plan uses "
+    "the rest") {
+  Site s;
+  auto pool = s.db.MakePool(2);
+  OccupancyLogic logic(*pool);
+  const std::string rack = BudgetedRack(s, "R201", 5000);
+  v1::ReserveDeliveryRequest reserve;
+  *reserve.mutable_plan_request() = SpecRequest(s, rack, 450, 2);
+  v1::DeliveryReservation reserved;
+  REQUIRE(logic.ReserveDelivery(s.op, reserve, &reserved).ok());
+  REQUIRE(reserved.reservations_size() == 2);
+  CHECK(PowerUsed(s, rack) == 900);
+
+  // The next delivery reads 900 of 5,000 W, not two unknowns, and plans 4,100 W into the rest.
+  v1::DeliveryPlan plan;
+  REQUIRE(logic.PlanDelivery(s.op, SpecRequest(s, rack, 4100, 1), &plan).ok());
+  REQUIRE(plan.racks_size() == 1);
+  CHECK(plan.racks(0).power_watts().known_before() == 900);
+  CHECK(plan.racks(0).power_watts().unknown_size() == 0);
+  CHECK(plan.planned_size() == 1);
+  // One watt more fits nowhere, and says why.
+  v1::DeliveryPlan over;
+  REQUIRE(logic.PlanDelivery(s.op, SpecRequest(s, rack, 4101, 1), &over).ok());
+  CHECK(over.planned_size() == 0);
+  REQUIRE(over.unplaced_size() == 1);
+  CHECK(over.unplaced(0).reasons(0) ==
+        "R201: units free, power 900 of 5,000 W + 4,101 W over budget");
+}
+
+TEST_CASE("a delivery's reservations hold its items' figures; an item without one holds units") {
+  Site s;
+  auto pool = s.db.MakePool(2);
+  OccupancyLogic logic(*pool);
+  const std::string rack = BudgetedRack(s, "R201", 5000);
+  v1::ReserveDeliveryRequest reserve;
+  *reserve.mutable_plan_request() = SpecRequest(s, rack, 450, 2);
+  v1::DeliverySpec* bare = reserve.mutable_plan_request()->add_items()->mutable_spec();
+  bare->set_height_units(1);
+  bare->set_depth_class(v1::DEPTH_HALF);
+  bare->set_label("no figures");
+  v1::DeliveryReservation reserved;
+  REQUIRE(logic.ReserveDelivery(s.op, reserve, &reserved).ok());
+  REQUIRE(reserved.reservations_size() == 3);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(reserved.plan().planned(i).power_watts() == 450);
+    CHECK(reserved.reservations(i).power_watts() == 450);
+    CHECK_FALSE(reserved.reservations(i).has_weight_kg());
+  }
+  CHECK_FALSE(reserved.plan().planned(2).has_power_watts());
+  CHECK_FALSE(reserved.reservations(2).has_power_watts());
+  CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE power_watts = 450") == 2);
+  CHECK(s.db.Count("SELECT count(*) FROM bookings WHERE kind = 'reservation' AND "
+                   "power_watts IS NULL") == 1);
+  CHECK(PowerUsed(s, rack) == 900);
+
+  // A later plan lists the one without a figure as holding units only.
+  v1::DeliveryPlan plan;
+  REQUIRE(logic.PlanDelivery(s.op, SpecRequest(s, rack, 100, 1), &plan).ok());
+  CHECK(plan.racks(0).power_watts().known_before() == 900);
+  REQUIRE(plan.racks(0).power_watts().unknown_size() == 1);
+  CHECK(plan.racks(0).power_watts().unknown(0) ==
+        "reservation " + reserved.reservations(2).id() + " (units only)");
+
+  // Planned items reserved as given carry their figures too.
+  v1::ReserveDeliveryRequest again;
+  *again.mutable_planned()->mutable_items() = plan.planned();
+  v1::DeliveryReservation out;
+  REQUIRE(logic.ReserveDelivery(s.op, again, &out).ok());
+  CHECK(out.reservations(0).power_watts() == 100);
+  CHECK(PowerUsed(s, rack) == 1000);
+}
+
+TEST_CASE(
+    "a delivery the planner refuses, forced through ReserveUnits, is refused by the "
+    "database") {
+  Site s;
+  auto pool = s.db.MakePool(2);
+  OccupancyLogic logic(*pool);
+  const std::string rack = BudgetedRack(s, "R201", 5000);
+  v1::ReserveDeliveryRequest reserve;
+  *reserve.mutable_plan_request() = SpecRequest(s, rack, 450, 2);
+  v1::DeliveryReservation reserved;
+  REQUIRE(logic.ReserveDelivery(s.op, reserve, &reserved).ok());
+
+  // A third delivery of 4,200 W: the planner finds no room, nothing reserved.
+  v1::ReserveDeliveryRequest third;
+  *third.mutable_plan_request() = SpecRequest(s, rack, 4200, 1);
+  v1::DeliveryReservation refused;
+  const absl::Status planned = logic.ReserveDelivery(s.op, third, &refused);
+  CHECK(DetailOf(planned).reason() == v1::NO_CAPACITY);
+  const int64_t before = s.Bookings();
+
+  // The same units reserved by hand with the figure: the database refuses it.
+  v1::ReserveUnitsRequest units;
+  units.set_rack_id(rack);
+  units.set_side(v1::SIDE_FRONT);
+  units.set_first_unit(5);
+  units.set_last_unit(5);
+  units.set_power_watts(4200);
+  v1::Booking booking;
+  const absl::Status forced = logic.ReserveUnits(s.op, units, &booking);
+  CHECK_FALSE(forced.ok());
+  CHECK(s.Bookings() == before);
+  CHECK(PowerUsed(s, rack) == 900);
+
+  // What is left, exactly, is taken, and the answer says what the reservation holds.
+  units.set_power_watts(4100);
+  units.set_weight_kg(30);
+  REQUIRE(logic.ReserveUnits(s.op, units, &booking).ok());
+  CHECK(booking.power_watts() == 4100);
+  CHECK(booking.weight_kg() == 30);
+  CHECK(PowerUsed(s, rack) == 5000);
+  // Without figures it holds units only: the answer has none, the budget is unchanged.
+  units.clear_power_watts();
+  units.clear_weight_kg();
+  units.set_first_unit(6);
+  units.set_last_unit(6);
+  REQUIRE(logic.ReserveUnits(s.op, units, &booking).ok());
+  CHECK_FALSE(booking.has_power_watts());
+  CHECK_FALSE(booking.has_weight_kg());
+  CHECK(PowerUsed(s, rack) == 5000);
 }
 
 TEST_CASE("a delivery's bad input is refused before anything is read or written") {

@@ -1,5 +1,6 @@
 // The occupancy service's logic against a real PostgreSQL: elevation, capacity with unknowns
-// kept apart, the dry run, and bad input refused with nothing written.
+// kept apart and as the database counts it (reservations' own figures, an allowance, a load
+// that is unknown), the dry run, and bad input refused with nothing written.
 #include "services/occupancy/occupancy_logic.h"
 
 #include <catch2/catch.hpp>
@@ -133,6 +134,92 @@ TEST_CASE("capacity reports each dimension on its own and unknowns as unknown") 
   CHECK_FALSE(cap.weight_kg().budget_known());
   CHECK(cap.weight_kg().known_used() == 50);
   CHECK(cap.weight_kg().items_with_unknown_value() == 2);
+}
+
+TEST_CASE("capacity counts a reservation's own figures; one without them holds units only") {
+  Fixture f;
+  testing::RackSpec spec;
+  spec.unit_count = 10;
+  const std::string rack = f.Rack(spec);
+  // Budgeted after it was created: the database decides the budget (its rows are built).
+  f.db.Exec("UPDATE racks SET power_budget_watts = 1000 WHERE id = '" + rack + "'");
+  REQUIRE(f.Place(rack, f.Device(1, "half", 200, 20), v1::SIDE_FRONT, 1).ok());
+  v1::ReserveUnitsRequest reserve;
+  reserve.set_rack_id(rack);
+  reserve.set_side(v1::SIDE_FRONT);
+  reserve.set_first_unit(3);
+  reserve.set_last_unit(4);
+  reserve.set_power_watts(300);
+  v1::Booking held;
+  REQUIRE(f.logic->ReserveUnits(f.op, reserve, &held).ok());
+  reserve.clear_power_watts();
+  reserve.set_first_unit(6);
+  reserve.set_last_unit(6);
+  v1::Booking units_only;
+  REQUIRE(f.logic->ReserveUnits(f.op, reserve, &units_only).ok());
+
+  v1::GetRackCapacityRequest req;
+  req.set_rack_id(rack);
+  v1::RackCapacity cap;
+  REQUIRE(f.logic->GetRackCapacity(f.op, req, &cap).ok());
+  const v1::CapacityDimension& power = cap.power_watts();
+  CHECK(power.known_used() == 500);
+  CHECK(power.allowance() == 0);
+  CHECK_FALSE(power.load_unknown());
+  REQUIRE(power.counted_size() == 2);
+  CHECK(power.counted(1).booking_id() == held.id());
+  CHECK(power.counted(1).value() == 300);
+  REQUIRE(power.unknown_size() == 1);
+  CHECK(power.unknown(0).booking_id() == units_only.id());
+  CHECK(power.unknown(0).reason() == "rack reservation: holds units only, no power figure given");
+  // The weight: no budget, the device's figure, both reservations without one.
+  CHECK(cap.weight_kg().known_used() == 20);
+  CHECK(cap.weight_kg().unknown_size() == 2);
+  // Exactly what the database counts.
+  CHECK(f.db.Count("SELECT used FROM rack_budgets WHERE rack_id = '" + rack +
+                   "' AND dimension = 'power'") == power.known_used());
+}
+
+TEST_CASE("capacity of a rack that stood over its budget: the allowance, and a load unknown") {
+  Fixture f;
+  testing::RackSpec spec;
+  spec.unit_count = 10;
+  const std::string rack = f.Rack(spec);
+  REQUIRE(f.Place(rack, f.Device(1, "half", 800, 20), v1::SIDE_FRONT, 1).ok());
+  v1::Booking unknown;
+  REQUIRE(f.Place(rack, f.Device(1, "half", -1, 20), v1::SIDE_FRONT, 2, &unknown).ok());
+  // The budget as it was before the database decided it, then adopted as migration 0039 adopts
+  // the racks that stood: 300 W over, one device without a figure.
+  f.db.Exec(
+      "ALTER TABLE racks DISABLE TRIGGER racks_rebuild_budgets; "
+      "UPDATE racks SET power_budget_watts = 500 WHERE id = '" +
+      rack +
+      "'; "
+      "ALTER TABLE racks ENABLE TRIGGER racks_rebuild_budgets; "
+      "SELECT dcl_rack_budgets_adopt('" +
+      rack + "')");
+  v1::GetRackCapacityRequest req;
+  req.set_rack_id(rack);
+  v1::RackCapacity cap;
+  REQUIRE(f.logic->GetRackCapacity(f.op, req, &cap).ok());
+  const v1::CapacityDimension& power = cap.power_watts();
+  CHECK(power.budget() == 500);
+  CHECK(power.known_used() == 800);
+  CHECK(power.allowance() == 300);
+  CHECK(power.load_unknown());
+  REQUIRE(power.unknown_size() == 1);
+  CHECK(power.unknown(0).booking_id() == unknown.id());
+  // The database agrees: a reservation of 1 W is refused, one that adds nothing is not.
+  v1::ReserveUnitsRequest reserve;
+  reserve.set_rack_id(rack);
+  reserve.set_side(v1::SIDE_FRONT);
+  reserve.set_first_unit(5);
+  reserve.set_last_unit(5);
+  reserve.set_power_watts(1);
+  v1::Booking held;
+  CHECK_FALSE(f.logic->ReserveUnits(f.op, reserve, &held).ok());
+  reserve.set_power_watts(0);
+  CHECK(f.logic->ReserveUnits(f.op, reserve, &held).ok());
 }
 
 TEST_CASE("an open frame has no free rear units and refuses the rear") {

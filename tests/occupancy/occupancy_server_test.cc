@@ -425,7 +425,7 @@ TEST_CASE(
   CHECK(power.unknown(0).booking_id() == reservation.id());
   CHECK(power.unknown(0).kind() == v1::BOOKING_RESERVATION);
   CHECK(power.unknown(0).device_id().empty());
-  CHECK(power.unknown(0).reason() == "rack reservation: what will stand there is unknown");
+  CHECK(power.unknown(0).reason() == "rack reservation: holds units only, no power figure given");
   REQUIRE(power.not_counted_size() == 1);
   CHECK(power.not_counted(0).booking_id() == blocking.id());
   CHECK(power.not_counted(0).kind() == v1::BOOKING_BLOCKING);
