@@ -7,7 +7,8 @@
 //   redundancy: two such feeds; a 450 W dual PSU puts 225 W on each, 450 W on the other with
 //               one lost, so N-1 binds at 5 while each feed carries 1125 W;
 //   cooling:    no feeds, 2392 W of cooling;
-//   rack power: no feeds, the rack's own power budget of 2250 W (0039).
+//   rack power: no feeds, the rack's own power budget of 2250 W (0039), also met by a mix of
+//               placements, reservations with figures, move holds and promotions.
 // 5 x 450 = 2250 W fits, 6 x 450 = 2700 W does not: k = 5.
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -20,6 +21,7 @@
 
 #include "services/common/db.h"
 #include "services/common/status.h"
+#include "services/occupancy/booking_store.h"
 #include "tests/capacity/capacity_world.h"
 #include "tests/support/barrier.h"
 
@@ -105,6 +107,104 @@ TEST_CASE("32 placements race for cooling for 5: 5 placed, 27 COOLING_BUDGET_EXC
 
 TEST_CASE("32 placements race for a rack power budget of 5: 5 placed, 27 POWER_BUDGET_EXCEEDED") {
   Race(Budget::kRackPower, v1::POWER_BUDGET_EXCEEDED, "rack power");
+}
+
+// The same budget met by every kind of booking at once, as the services write them: placements
+// (PlaceDevice), rack reservations carrying a server's figure (ReserveDelivery), move holds
+// (StartMove's destination) and promotions of units-only reservations (a delivered server placed
+// out of its reservation). Whatever the mix, exactly k win, every other one is refused with the
+// budget's reason, and the row equals a recomputation.
+TEST_CASE("32 mixed bookings race for a rack power budget of 5: placements, reservations with "
+          "figures, move holds and promotions; 5 win") {
+  CapacityWorld w;
+  std::vector<std::unique_ptr<DbPool>> pools;
+  for (int i = 0; i < kContenders; ++i) pools.push_back(w.db.MakePool(1));
+  for (int round = 1; round <= kRounds; ++round) {
+    const std::string rack = w.BudgetedRack(kFits * kServerWatts, 0);
+    const std::vector<std::string> devices = w.Devices(kContenders, kServerWatts, 2);
+    // Every fourth contender promotes a units-only reservation of its unit, made beforehand.
+    std::vector<std::string> reserved(kContenders);
+    for (int i = 3; i < kContenders; i += 4) {
+      auto r = pools[0]->Transact([&](pqxx::work& tx) {
+        return occupancy::CreateBooking(
+            tx, w.op,
+            occupancy::UnitRangeSpec(v1::BOOKING_RESERVATION, rack, v1::SIDE_FRONT, false, i + 1,
+                                     i + 1, "delivery", 3600));
+      });
+      REQUIRE(r.ok());
+      reserved[i] = r->id();
+    }
+    auto contend = [&](int i) -> absl::Status {
+      DbPool& pool = *pools[i];
+      const int unit = i + 1;
+      switch (i % 4) {
+        case 0:
+          return w.Place(pool, rack, devices[i], unit).status();
+        case 1: {
+          occupancy::BookingSpec spec = occupancy::UnitRangeSpec(
+              v1::BOOKING_RESERVATION, rack, v1::SIDE_FRONT, false, unit, unit, "delivery", 3600);
+          spec.power_watts = kServerWatts;
+          return pool
+              .Transact([&](pqxx::work& tx) { return occupancy::CreateBooking(tx, w.op, spec); })
+              .status();
+        }
+        case 2:
+          return pool
+              .Transact([&](pqxx::work& tx) {
+                return occupancy::CreateBooking(
+                    tx, w.op,
+                    occupancy::DeviceFootprintSpec(v1::BOOKING_MOVE_HOLD, rack, devices[i],
+                                                   v1::SIDE_FRONT, unit, "move"));
+              })
+              .status();
+        default:
+          return pool
+              .Transact([&](pqxx::work& tx) {
+                return occupancy::PromoteReservation(
+                    tx, w.op, reserved[i],
+                    occupancy::DeviceFootprintSpec(v1::BOOKING_PLACEMENT, rack, devices[i],
+                                                   v1::SIDE_FRONT, unit, "delivered"));
+              })
+              .status();
+      }
+    };
+    Barrier barrier(kContenders);
+    std::vector<absl::Status> outcomes(kContenders);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kContenders; ++i) {
+      threads.emplace_back([&, i] {
+        barrier.ArriveAndWait();
+        outcomes[i] = contend(i);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+
+    int won = 0;
+    std::map<std::string, int> refusals;
+    std::map<int, int> won_by_kind;
+    for (int i = 0; i < kContenders; ++i) {
+      if (outcomes[i].ok()) {
+        ++won;
+        ++won_by_kind[i % 4];
+      } else {
+        ++refusals[absl::StrCat(absl::StatusCodeToString(outcomes[i].code()), " ",
+                                v1::Reason_Name(ReasonOf(outcomes[i])))];
+      }
+    }
+    std::string summary;
+    for (const auto& [what, n] : refusals) absl::StrAppend(&summary, " ", n, " ", what);
+    std::printf("mixed round %d: %d won (placements %d, reservations %d, move holds %d, "
+                "promotions %d),%s\n",
+                round, won, won_by_kind[0], won_by_kind[1], won_by_kind[2], won_by_kind[3],
+                summary.c_str());
+    std::fflush(stdout);
+    INFO("mixed round " << round << ": " << won << " won," << summary);
+    CHECK(won == kFits);
+    CHECK(refusals.size() == 1);
+    CHECK(refusals["FAILED_PRECONDITION POWER_BUDGET_EXCEEDED"] == kContenders - kFits);
+    CHECK(w.BudgetColumn(rack, "power") == kFits * kServerWatts);
+  }
+  CHECK(w.Drift() == 0);
 }
 
 }  // namespace

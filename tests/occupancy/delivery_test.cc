@@ -248,7 +248,10 @@ TEST_CASE(
   units.set_power_watts(4200);
   v1::Booking booking;
   const absl::Status forced = logic.ReserveUnits(s.op, units, &booking);
-  CHECK_FALSE(forced.ok());
+  CHECK(forced.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(DetailOf(forced).reason() == v1::POWER_BUDGET_EXCEEDED);
+  CHECK(DetailOf(forced).metadata().at("used_watts") == "5100");
+  CHECK(DetailOf(forced).metadata().at("over_watts") == "100");
   CHECK(s.Bookings() == before);
   CHECK(PowerUsed(s, rack) == 900);
 
