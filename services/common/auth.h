@@ -1,5 +1,6 @@
 // Authentication: a bearer token resolves to a principal (principal.h: organization, role).
-// Tokens are stored only as SHA-256 digests; a token is printed once, when it is created.
+// Tokens are stored only as SHA-256 digests; a token is printed once, when it is created. The
+// digest is computed in this process: no statement sent to the database carries a token.
 #ifndef DCL_SERVICES_COMMON_AUTH_H_
 #define DCL_SERVICES_COMMON_AUTH_H_
 
