@@ -44,8 +44,10 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
   uint64_t generation = 0;
   if (cache != nullptr) {
     if (std::optional<Principal> held = cache->Find(digest)) return *held;
+    if (cache->HeldUnknown(digest)) return Unauthenticated("unknown or revoked token");
     generation = cache->Generation();
   }
+  bool unknown = false;  // the database answered: no such unrevoked token
   static const char kTokenLookupSql[] =
       "SELECT t.id, t.org_id, t.role, t.subject, "
       "       coalesce((SELECT enabled FROM feature_settings WHERE feature = 'datacenter'), "
@@ -61,7 +63,11 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
   absl::StatusOr<Principal> principal =
       pool.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Principal> {
     pqxx::result rows = ExecCached(tx, kTokenLookupSql, pqxx::binarystring(digest));
-    if (rows.empty()) return Unauthenticated("unknown or revoked token");
+    if (rows.empty()) {
+      unknown = true;
+      return Unauthenticated("unknown or revoked token");
+    }
+    unknown = false;
     Principal principal;
     principal.token_id = rows[0][0].as<std::string>();
     principal.org_id = rows[0][1].as<std::string>();
@@ -73,6 +79,7 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
     return principal;
   });
   if (cache != nullptr && principal.ok()) cache->Store(digest, *principal, generation);
+  if (cache != nullptr && unknown) cache->StoreUnknown(digest, generation);
   return principal;
 }
 
