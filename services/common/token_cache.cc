@@ -218,6 +218,8 @@ absl::Status ChangeAuthFacts(DbPool& pool, const std::function<absl::Status(pqxx
     Collector acks(conn, kAckChannel);  // LISTEN before the change commits
     {
       pqxx::work tx(conn);
+      // Behind a transaction pooler the limits travel with each transaction (DbPool::Transact).
+      if (!pool.per_transaction_settings().empty()) tx.exec(pool.per_transaction_settings());
       absl::Status status = fn(tx);
       if (!status.ok()) return status;  // rolled back by the destructor
       const std::string txid = tx.exec("SELECT txid_current()::text")[0][0].as<std::string>();
