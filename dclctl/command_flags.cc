@@ -87,6 +87,9 @@ ABSL_FLAG(int, netbox_attempts, 5,
           "import netbox --url: attempts per request on 429, 5xx and transport failures");
 ABSL_FLAG(int, netbox_backoff_ms, 500,
           "import netbox --url: the first wait before a retry (doubled each time, at most 30 s)");
+ABSL_FLAG(int64_t, netbox_max_bytes, int64_t{1} << 30,
+          "import netbox --url: the most the pages of all lists may hold together (they stay in "
+          "memory until parsed); more ends the import, nothing written (exit 4)");
 ABSL_FLAG(std::string, site_map, "",
           "import netbox: NETBOX_SITE=DCL_SITE,… (slug or name → the dcl site name)");
 ABSL_FLAG(bool, dry_run, false, "import netbox: show what would change, write nothing");

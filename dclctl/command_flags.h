@@ -3,6 +3,7 @@
 #ifndef DCL_DCLCTL_COMMAND_FLAGS_H_
 #define DCL_DCLCTL_COMMAND_FLAGS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -61,6 +62,7 @@ ABSL_DECLARE_FLAG(std::string, ca);
 ABSL_DECLARE_FLAG(int, netbox_timeout_seconds);
 ABSL_DECLARE_FLAG(int, netbox_attempts);
 ABSL_DECLARE_FLAG(int, netbox_backoff_ms);
+ABSL_DECLARE_FLAG(int64_t, netbox_max_bytes);
 ABSL_DECLARE_FLAG(std::string, site_map);
 ABSL_DECLARE_FLAG(bool, dry_run);
 ABSL_DECLARE_FLAG(std::string, service);
