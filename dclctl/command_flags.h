@@ -10,12 +10,16 @@
 
 ABSL_DECLARE_FLAG(std::string, target);
 ABSL_DECLARE_FLAG(std::string, token);
+ABSL_DECLARE_FLAG(std::string, dcl_token_file);
 ABSL_DECLARE_FLAG(std::string, reservation_target);
 ABSL_DECLARE_FLAG(std::string, reservation_token);
+ABSL_DECLARE_FLAG(std::string, reservation_token_file);
 ABSL_DECLARE_FLAG(std::string, occupancy_target);
 ABSL_DECLARE_FLAG(std::string, occupancy_token);
+ABSL_DECLARE_FLAG(std::string, occupancy_token_file);
 ABSL_DECLARE_FLAG(std::string, moves_target);
 ABSL_DECLARE_FLAG(std::string, moves_token);
+ABSL_DECLARE_FLAG(std::string, moves_token_file);
 ABSL_DECLARE_FLAG(std::string, tls_ca);
 ABSL_DECLARE_FLAG(std::string, tls_client_cert);
 ABSL_DECLARE_FLAG(std::string, tls_client_key);
