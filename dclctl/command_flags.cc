@@ -7,18 +7,31 @@
 ABSL_FLAG(std::string, target, "",
           "host:port of every service (else $DCL_TARGET; default per service: "
           "127.0.0.1:50051 reservation, :50052 occupancy, :50053 moves)");
-ABSL_FLAG(std::string, token, "", "bearer token for every service (else $DCL_TOKEN)");
+// Tokens come from the environment or a file: a token on the command line is shown to every
+// user of the machine (ps, /proc/PID/cmdline). The --*token flags exist only to refuse that.
+ABSL_FLAG(std::string, token, "", "refused (ps shows it): set $DCL_TOKEN or use --dcl_token_file");
+ABSL_FLAG(std::string, dcl_token_file, "",
+          "a file holding the bearer token for every service (else $DCL_TOKEN)");
 ABSL_FLAG(std::string, reservation_target, "",
           "ReservationService host:port (else --target, $DCL_RESERVATION_TARGET)");
 ABSL_FLAG(std::string, reservation_token, "",
-          "token for ReservationService, a commerce token (else --token, $DCL_RESERVATION_TOKEN)");
+          "refused (ps shows it): set $DCL_RESERVATION_TOKEN or use --reservation_token_file");
+ABSL_FLAG(std::string, reservation_token_file, "",
+          "a file holding the token for ReservationService, a commerce token (else "
+          "--dcl_token_file, $DCL_RESERVATION_TOKEN)");
 ABSL_FLAG(std::string, occupancy_target, "",
           "OccupancyService host:port (else --target, $DCL_OCCUPANCY_TARGET)");
 ABSL_FLAG(std::string, occupancy_token, "",
-          "token for OccupancyService (else --token, $DCL_OCCUPANCY_TOKEN)");
+          "refused (ps shows it): set $DCL_OCCUPANCY_TOKEN or use --occupancy_token_file");
+ABSL_FLAG(std::string, occupancy_token_file, "",
+          "a file holding the token for OccupancyService (else --dcl_token_file, "
+          "$DCL_OCCUPANCY_TOKEN)");
 ABSL_FLAG(std::string, moves_target, "",
           "MoveService host:port (else --target, $DCL_MOVES_TARGET)");
-ABSL_FLAG(std::string, moves_token, "", "token for MoveService (else --token, $DCL_MOVES_TOKEN)");
+ABSL_FLAG(std::string, moves_token, "",
+          "refused (ps shows it): set $DCL_MOVES_TOKEN or use --moves_token_file");
+ABSL_FLAG(std::string, moves_token_file, "",
+          "a file holding the token for MoveService (else --dcl_token_file, $DCL_MOVES_TOKEN)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA that signed the servers' certificates: TLS");
 ABSL_FLAG(std::string, tls_client_cert, "", "with --tls_ca: PEM client certificate (mutual TLS)");
 ABSL_FLAG(std::string, tls_client_key, "", "with --tls_client_cert: its PEM private key");
@@ -87,6 +100,9 @@ ABSL_FLAG(int, netbox_attempts, 5,
           "import netbox --url: attempts per request on 429, 5xx and transport failures");
 ABSL_FLAG(int, netbox_backoff_ms, 500,
           "import netbox --url: the first wait before a retry (doubled each time, at most 30 s)");
+ABSL_FLAG(int64_t, netbox_max_bytes, int64_t{1} << 30,
+          "import netbox --url: the most the pages of all lists may hold together (they stay in "
+          "memory until parsed); more ends the import, nothing written (exit 4)");
 ABSL_FLAG(std::string, site_map, "",
           "import netbox: NETBOX_SITE=DCL_SITE,… (slug or name → the dcl site name)");
 ABSL_FLAG(bool, dry_run, false, "import netbox: show what would change, write nothing");

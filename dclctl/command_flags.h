@@ -3,18 +3,23 @@
 #ifndef DCL_DCLCTL_COMMAND_FLAGS_H_
 #define DCL_DCLCTL_COMMAND_FLAGS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/flags/declare.h"
 
 ABSL_DECLARE_FLAG(std::string, target);
 ABSL_DECLARE_FLAG(std::string, token);
+ABSL_DECLARE_FLAG(std::string, dcl_token_file);
 ABSL_DECLARE_FLAG(std::string, reservation_target);
 ABSL_DECLARE_FLAG(std::string, reservation_token);
+ABSL_DECLARE_FLAG(std::string, reservation_token_file);
 ABSL_DECLARE_FLAG(std::string, occupancy_target);
 ABSL_DECLARE_FLAG(std::string, occupancy_token);
+ABSL_DECLARE_FLAG(std::string, occupancy_token_file);
 ABSL_DECLARE_FLAG(std::string, moves_target);
 ABSL_DECLARE_FLAG(std::string, moves_token);
+ABSL_DECLARE_FLAG(std::string, moves_token_file);
 ABSL_DECLARE_FLAG(std::string, tls_ca);
 ABSL_DECLARE_FLAG(std::string, tls_client_cert);
 ABSL_DECLARE_FLAG(std::string, tls_client_key);
@@ -61,6 +66,7 @@ ABSL_DECLARE_FLAG(std::string, ca);
 ABSL_DECLARE_FLAG(int, netbox_timeout_seconds);
 ABSL_DECLARE_FLAG(int, netbox_attempts);
 ABSL_DECLARE_FLAG(int, netbox_backoff_ms);
+ABSL_DECLARE_FLAG(int64_t, netbox_max_bytes);
 ABSL_DECLARE_FLAG(std::string, site_map);
 ABSL_DECLARE_FLAG(bool, dry_run);
 ABSL_DECLARE_FLAG(std::string, service);

@@ -205,10 +205,12 @@ std::string HelpText() {
   }
   absl::StrAppend(
       &text,
-      "\nTargets and tokens: --target/--token (or DCL_TARGET/DCL_TOKEN) for every service;\n"
-      "per service --reservation_target, --occupancy_target, --moves_target and the *_token\n"
-      "flags (or DCL_RESERVATION_TARGET, DCL_OCCUPANCY_TOKEN …) win over them. Flags win over\n"
-      "the environment. Defaults: 127.0.0.1:50051 reservation, :50052 occupancy, :50053 moves.\n"
+      "\nTargets and tokens: --target (or DCL_TARGET) for every service, and its token in\n"
+      "DCL_TOKEN or a file named by --dcl_token_file (never on the command line: ps shows it);\n"
+      "per service --reservation_target, --occupancy_target, --moves_target and the\n"
+      "*_token_file flags (or DCL_RESERVATION_TARGET, DCL_OCCUPANCY_TOKEN …) win over them.\n"
+      "Flags win over the environment.\n"
+      "Defaults: 127.0.0.1:50051 reservation, :50052 occupancy, :50053 moves.\n"
       "TLS: --tls_ca (and --tls_client_cert/--tls_client_key for mutual TLS).\n"
       "\nOutput: tables for people; --json prints protobuf's JSON (a watch: one object per line),\n"
       "and a failure as a google.rpc.Status on stderr.\n"
@@ -235,13 +237,47 @@ int RunCommand(const std::vector<std::string>& positional) {
   inv.json = absl::GetFlag(FLAGS_json);
   ClientFlags flags;
   flags.target = absl::GetFlag(FLAGS_target);
-  flags.token = absl::GetFlag(FLAGS_token);
   flags.reservation_target = absl::GetFlag(FLAGS_reservation_target);
-  flags.reservation_token = absl::GetFlag(FLAGS_reservation_token);
   flags.occupancy_target = absl::GetFlag(FLAGS_occupancy_target);
-  flags.occupancy_token = absl::GetFlag(FLAGS_occupancy_token);
   flags.moves_target = absl::GetFlag(FLAGS_moves_target);
-  flags.moves_token = absl::GetFlag(FLAGS_moves_token);
+  // A token given as an argument has already been shown to every user of the machine (ps,
+  // /proc/PID/cmdline): refused before anything is sent, so that no script keeps doing it.
+  struct TokenSource {
+    const char* refused_flag;
+    std::string refused_value;
+    const char* env;
+    const char* file_flag;
+    std::string file;
+    std::string* token;
+  };
+  TokenSource sources[] = {
+      {"--token", absl::GetFlag(FLAGS_token), "DCL_TOKEN", "--dcl_token_file",
+       absl::GetFlag(FLAGS_dcl_token_file), &flags.token},
+      {"--reservation_token", absl::GetFlag(FLAGS_reservation_token), "DCL_RESERVATION_TOKEN",
+       "--reservation_token_file", absl::GetFlag(FLAGS_reservation_token_file),
+       &flags.reservation_token},
+      {"--occupancy_token", absl::GetFlag(FLAGS_occupancy_token), "DCL_OCCUPANCY_TOKEN",
+       "--occupancy_token_file", absl::GetFlag(FLAGS_occupancy_token_file), &flags.occupancy_token},
+      {"--moves_token", absl::GetFlag(FLAGS_moves_token), "DCL_MOVES_TOKEN", "--moves_token_file",
+       absl::GetFlag(FLAGS_moves_token_file), &flags.moves_token},
+  };
+  for (const TokenSource& source : sources) {
+    if (!source.refused_value.empty()) {
+      std::fprintf(stderr,
+                   "dclctl: %s is refused: a token on the command line is shown to every user of "
+                   "this machine (ps). Set %s in the environment, or name a file holding it with "
+                   "%s FILE\n",
+                   source.refused_flag, source.env, source.file_flag);
+      return kExitUsage;
+    }
+    if (source.file.empty()) continue;
+    absl::StatusOr<std::string> token = ReadTokenFile(source.file_flag, source.file);
+    if (!token.ok()) {
+      std::fprintf(stderr, "dclctl: %s\n", std::string(token.status().message()).c_str());
+      return kExitUsage;
+    }
+    *source.token = *std::move(token);
+  }
   flags.tls_ca = absl::GetFlag(FLAGS_tls_ca);
   flags.tls_client_cert = absl::GetFlag(FLAGS_tls_client_cert);
   flags.tls_client_key = absl::GetFlag(FLAGS_tls_client_key);

@@ -1,9 +1,11 @@
 #include "dclctl/grpc_client.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "services/common/file_util.h"
 
 namespace dcl::admin {
@@ -79,6 +81,19 @@ ClientOptions ResolveClientOptions(const ClientFlags& flags,
   options.tls_client_key_file = flags.tls_client_key;
   options.deadline = absl::Seconds(flags.deadline_seconds);
   return options;
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+  const std::string token(absl::StripAsciiWhitespace(*text));
+  if (token.empty() || std::any_of(token.begin(), token.end(), [](char c) {
+        return absl::ascii_isspace(static_cast<unsigned char>(c));
+      })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", path, " must hold one token, nothing else"));
+  }
+  return token;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ClientOptions& options,

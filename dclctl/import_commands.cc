@@ -96,6 +96,8 @@ absl::StatusOr<netbox::Export> ReadNetbox(const Invocation& inv, std::string* so
   options.timeout_seconds = std::max(1, absl::GetFlag(FLAGS_netbox_timeout_seconds));
   options.max_attempts = std::max(1, absl::GetFlag(FLAGS_netbox_attempts));
   options.first_backoff_ms = std::max(1, absl::GetFlag(FLAGS_netbox_backoff_ms));
+  options.max_total_bytes =
+      static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_netbox_max_bytes)));
   const bool terminal = !inv.json && isatty(1) == 1;
   if (terminal) {
     options.on_page = [](const std::string& list, int pages, size_t objects, size_t total) {

@@ -1,6 +1,8 @@
 #include "dclctl/netbox/netbox_client.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <chrono>
@@ -56,14 +58,27 @@ absl::StatusOr<Origin> SplitUrl(const std::string& url, bool base = true) {
   return o;
 }
 
+// Loopback by address: an IPv4 literal in 127.0.0.0/8, the IPv6 literal ::1 or an IPv4-mapped
+// ::ffff:127.x.y.z, or the name "localhost", which curl (7.78 on; Debian 12 has 7.88) answers
+// with the loopback addresses itself, never through a resolver. Any other name is not loopback,
+// whatever it starts with: "127.evil.example" and "localhost.evil.net" are names in DNS.
 bool Loopback(const std::string& host_port) {
-  std::string host = host_port;
-  if (absl::StartsWith(host, "[")) {
-    host = host.substr(0, host.find(']') + 1);
+  std::string host;
+  if (absl::StartsWith(host_port, "[")) {
+    const size_t close = host_port.find(']');
+    if (close == std::string::npos) return false;
+    host = host_port.substr(1, close - 1);
   } else {
-    host = host.substr(0, host.find(':'));
+    host = host_port.substr(0, host_port.find(':'));
   }
-  return host == "localhost" || host == "[::1]" || absl::StartsWith(host, "127.");
+  if (absl::EqualsIgnoreCase(host, "localhost")) return true;
+  in_addr v4;
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6;
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+  }
+  return false;
 }
 
 std::string Escape(const std::string& text) {
@@ -78,10 +93,20 @@ std::string Escape(const std::string& text) {
   return out;
 }
 
+// One answer's body, read up to `limit` bytes.
+struct Body {
+  std::string text;
+  size_t limit = 0;
+  bool over_limit = false;
+};
+
 size_t Collect(char* data, size_t size, size_t count, void* user) {
-  auto* body = static_cast<std::string*>(user);
-  if (body->size() + size * count > kMaxPageBytes) return 0;  // aborts the transfer
-  body->append(data, size * count);
+  auto* body = static_cast<Body*>(user);
+  if (body->text.size() + size * count > body->limit) {
+    body->over_limit = true;
+    return 0;  // aborts the transfer
+  }
+  body->text.append(data, size * count);
   return size * count;
 }
 
@@ -116,8 +141,10 @@ class Session {
     curl_slist_append(headers_.get(), "Accept: application/json");
   }
 
-  // GET `url` with retries. The body of a 200 answer.
-  absl::StatusOr<std::string> Get(const std::string& url) {
+  // GET `url` with retries. The body of a 200 answer, of at most `limit` bytes: a larger one
+  // ends the transfer with `too_large` as the error (RESOURCE_EXHAUSTED, not retried).
+  absl::StatusOr<std::string> Get(const std::string& url, size_t limit,
+                                  const std::string& too_large) {
     int backoff_ms = std::max(1, options_.first_backoff_ms);
     std::string last_error;
     for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
@@ -125,7 +152,8 @@ class Session {
         std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
         backoff_ms = std::min(backoff_ms * 2, 30000);
       }
-      std::string body;
+      Body body;
+      body.limit = limit;
       int retry_after = -1;
       CURL* c = curl_.get();
       curl_easy_reset(c);
@@ -146,6 +174,9 @@ class Session {
       curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, CollectHeader);
       curl_easy_setopt(c, CURLOPT_HEADERDATA, &retry_after);
       const CURLcode code = curl_easy_perform(c);
+      if (body.over_limit) {
+        return absl::ResourceExhaustedError(absl::StrCat("GET ", url, ": ", too_large));
+      }
       if (code != CURLE_OK) {
         last_error = curl_easy_strerror(code);
         // A certificate that does not verify, or a page too large, will not change on retry.
@@ -158,7 +189,7 @@ class Session {
       }
       long status = 0;
       curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-      if (status == 200) return body;
+      if (status == 200) return std::move(body.text);
       const std::string what = absl::StrCat("GET ", url, ": HTTP ", status);
       if (status == 401) {
         return absl::UnauthenticatedError(what + ": the token was not accepted");
@@ -232,6 +263,7 @@ absl::StatusOr<std::string> SameOriginUrl(const std::string& base_url, const std
 absl::StatusOr<Pages> FetchAll(const FetchOptions& options) {
   Session session(options);
   Pages out;
+  size_t total_bytes = 0;  // of every page read so far, all lists
   for (const char* list : kLists) {
     absl::StatusOr<std::string> url = FirstPageUrl(options, list);
     if (!url.ok()) return url.status();
@@ -243,8 +275,20 @@ absl::StatusOr<Pages> FetchAll(const FetchOptions& options) {
         return absl::InvalidArgumentError(
             absl::StrCat("GET ", *url, ": \"next\" leads back to a page already read"));
       }
-      absl::StatusOr<std::string> body = session.Get(*url);
+      // Every page stays in memory until the lists are parsed: the whole import is capped, and
+      // so is each page (a page far above a few MB is not NetBox's).
+      const size_t remaining =
+          options.max_total_bytes > total_bytes ? options.max_total_bytes - total_bytes : 0;
+      const bool total_binds = remaining < kMaxPageBytes;
+      absl::StatusOr<std::string> body = session.Get(
+          *url, total_binds ? remaining : kMaxPageBytes,
+          total_binds ? absl::StrCat("the import's pages exceed the cap of ",
+                                     options.max_total_bytes,
+                                     " bytes in all (--netbox_max_bytes); nothing was written")
+                      : absl::StrCat("one page exceeds ", kMaxPageBytes,
+                                     " bytes (not a NetBox list page)"));
       if (!body.ok()) return body.status();
+      total_bytes += body->size();
       google::protobuf::Struct page;
       if (!google::protobuf::util::JsonStringToMessage(*body, &page).ok()) {
         return absl::InvalidArgumentError(

@@ -4,7 +4,9 @@
 // netbox_mapping.h's ParseExport unchanged, which checks that each list is complete.
 //
 // Transport rules: HTTPS is verified against the system's CA store, or `ca_file` for a private
-// CA; plain http is accepted for a loopback host only (the token would travel in clear text).
+// CA; plain http is accepted for a loopback host only (the token would travel in clear text),
+// judged by address: an IP literal of the loopback range, or "localhost", which curl resolves to
+// loopback itself; no other name.
 // Each request has a timeout; 429 and 5xx answers and transport failures (refused connection,
 // timeout, reset) are retried with exponential backoff, honouring Retry-After; 401, 403 and
 // 404 end the read at once with an error naming the URL. Redirects are not followed, and a
@@ -31,6 +33,9 @@ struct FetchOptions {
   int timeout_seconds = 30;   // per request
   int max_attempts = 5;       // per request, counting the first
   int first_backoff_ms = 500;  // doubled after each failed attempt, at most 30 s
+  // Every page of every list is kept until all are parsed: the sum of their sizes is capped
+  // (1 GiB by default, --netbox_max_bytes), and each page at 256 MiB.
+  size_t max_total_bytes = size_t{1} << 30;
   // Called after each page: list name, pages read, objects read, the list's count.
   std::function<void(const std::string&, int, size_t, size_t)> on_page;
 };
@@ -49,7 +54,9 @@ absl::StatusOr<std::string> SameOriginUrl(const std::string& base_url, const std
 
 // Every page of every list. Errors name the URL: UNAUTHENTICATED (401), PERMISSION_DENIED
 // (403), NOT_FOUND (404), UNAVAILABLE (retries exhausted, TLS or transport failures),
-// INVALID_ARGUMENT (an answer that is not a NetBox list page, a redirect, a loop of `next`).
+// INVALID_ARGUMENT (an answer that is not a NetBox list page, a redirect, a loop of `next`),
+// RESOURCE_EXHAUSTED (the pages exceed max_total_bytes in all, or one exceeds 256 MiB; the
+// message names the cap).
 absl::StatusOr<Pages> FetchAll(const FetchOptions& options);
 
 }  // namespace dcl::admin::netbox

@@ -38,13 +38,16 @@ std::string BearerToken(const std::string& authorization) {
 absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
                                        TokenCache* cache) {
   if (token.empty()) return Unauthenticated("missing bearer token");
-  std::string digest;
+  // The digest is computed here, never by the database: a statement carries only the digest,
+  // so statement logging, pg_stat_activity and a pooler's logs never see a token.
+  const std::string digest = TokenDigest(token);
   uint64_t generation = 0;
   if (cache != nullptr) {
-    digest = TokenDigest(token);
     if (std::optional<Principal> held = cache->Find(digest)) return *held;
+    if (cache->HeldUnknown(digest)) return Unauthenticated("unknown or revoked token");
     generation = cache->Generation();
   }
+  bool unknown = false;  // the database answered: no such unrevoked token
   static const char kTokenLookupSql[] =
       "SELECT t.id, t.org_id, t.role, t.subject, "
       "       coalesce((SELECT enabled FROM feature_settings WHERE feature = 'datacenter'), "
@@ -52,15 +55,19 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
       "   AND coalesce((SELECT enabled FROM organization_feature_settings s "
       "                 WHERE s.org_id = t.org_id AND s.feature = 'datacenter'), false) "
       "FROM api_tokens t "
-      "WHERE t.token_sha256 = sha256(convert_to($1, 'UTF8')) AND t.revoked_at IS NULL";
+      "WHERE t.token_sha256 = $1 AND t.revoked_at IS NULL";
   // One statement in autocommit: one round trip (no BEGIN/COMMIT around a read), for a call
   // whose token is in no cache. Planned once per connection
   // where the connection is the session's own (ExecCached; measured with pgbench on one client:
   // 0.17-0.37 ms prepared against 1.1-1.6 ms as a plain statement on the loaded 2-core machine).
   absl::StatusOr<Principal> principal =
       pool.AutocommitIdempotent([&](pqxx::nontransaction& tx) -> absl::StatusOr<Principal> {
-    pqxx::result rows = ExecCached(tx, kTokenLookupSql, token);
-    if (rows.empty()) return Unauthenticated("unknown or revoked token");
+    pqxx::result rows = ExecCached(tx, kTokenLookupSql, pqxx::binarystring(digest));
+    if (rows.empty()) {
+      unknown = true;
+      return Unauthenticated("unknown or revoked token");
+    }
+    unknown = false;
     Principal principal;
     principal.token_id = rows[0][0].as<std::string>();
     principal.org_id = rows[0][1].as<std::string>();
@@ -72,6 +79,7 @@ absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
     return principal;
   });
   if (cache != nullptr && principal.ok()) cache->Store(digest, *principal, generation);
+  if (cache != nullptr && unknown) cache->StoreUnknown(digest, generation);
   return principal;
 }
 
@@ -90,9 +98,9 @@ absl::StatusOr<IssuedToken> CreateToken(DbPool& pool, const std::string& org, Ro
   auto id = pool.Transact([&](pqxx::work& tx) -> absl::StatusOr<std::string> {
     pqxx::result rows = tx.exec_params(
         "INSERT INTO api_tokens (org_id, role, subject, label, token_sha256) "
-        "SELECT id, $2, $3, $4, sha256(convert_to($5, 'UTF8')) FROM organizations "
+        "SELECT id, $2, $3, $4, $5 FROM organizations "
         "WHERE " + org_column + " = $1 RETURNING id",
-        org, RoleName(role), subject, label, issued.token);
+        org, RoleName(role), subject, label, pqxx::binarystring(TokenDigest(issued.token)));
     if (rows.empty()) return NotFound("organization", org);
     return rows[0][0].as<std::string>();
   });

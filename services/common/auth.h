@@ -1,5 +1,6 @@
 // Authentication: a bearer token resolves to a principal (principal.h: organization, role).
-// Tokens are stored only as SHA-256 digests; a token is printed once, when it is created.
+// Tokens are stored only as SHA-256 digests; a token is printed once, when it is created. The
+// digest is computed in this process: no statement sent to the database carries a token.
 #ifndef DCL_SERVICES_COMMON_AUTH_H_
 #define DCL_SERVICES_COMMON_AUTH_H_
 
@@ -22,7 +23,8 @@ std::string TokenDigest(const std::string& token);
 
 // Looks a token up by digest; unknown or revoked → UNAUTHENTICATED. With a cache, a token it
 // holds costs no statement; either way a revocation takes effect on the next call (the cache is
-// emptied before the revocation returns, token_cache.h). Unknown tokens are never cached.
+// emptied before the revocation returns, token_cache.h). A refused token is refused from the
+// cache for a few seconds (its negative entries, token_cache.h), never accepted from it.
 absl::StatusOr<Principal> Authenticate(DbPool& pool, const std::string& token,
                                        TokenCache* cache = nullptr);
 

@@ -26,6 +26,33 @@ PreparedStatementScope::~PreparedStatementScope() { t_prepared_statements = prev
 
 bool PreparedStatementsOnThisThread() { return t_prepared_statements; }
 
+namespace {
+// Set by AutocommitBlockScope (AutocommitIdempotent behind a pooler, while its callback runs).
+thread_local const std::string* t_autocommit_block_start = nullptr;
+}  // namespace
+
+AutocommitBlockScope::AutocommitBlockScope(const std::string& block_start)
+    : previous_(t_autocommit_block_start) {
+  t_autocommit_block_start = block_start.empty() ? nullptr : &block_start;
+}
+
+AutocommitBlockScope::~AutocommitBlockScope() { t_autocommit_block_start = previous_; }
+
+void RestartAfterFailedStatement(pqxx::transaction_base& tx) {
+  if (t_autocommit_block_start == nullptr) return;
+  tx.exec(absl::StrCat("ROLLBACK; ", *t_autocommit_block_start));
+}
+
+void EndAutocommitBlock(DbPool::Lease& lease) {
+  try {
+    pqxx::nontransaction(lease.conn()).exec("ROLLBACK");
+  } catch (const std::exception& e) {
+    spdlog::warn("closing a database connection: its transaction did not roll back ({})",
+                 e.what());
+    lease.MarkBroken();
+  }
+}
+
 std::string PreparedStatementName(const std::string& sql) {
   // 64 bits of hash: a collision would need two of the program's few hundred texts to meet, and
   // libpqxx would then refuse the second definition under the same name rather than run it.
@@ -113,7 +140,10 @@ std::string LimitSettings(const DbOptions& options, const char* set) {
 DbPool::DbPool(DbOptions options)
     : options_(std::move(options)),
       per_transaction_settings_(options_.transaction_pooler ? LimitSettings(options_, "SET LOCAL")
-                                                            : "") {
+                                                            : ""),
+      autocommit_block_start_(options_.transaction_pooler
+                                  ? absl::StrCat("BEGIN; ", per_transaction_settings_)
+                                  : "") {
   Gauges().max.Add(options_.pool_size);
 }
 

@@ -38,7 +38,8 @@ struct DbOptions {
   // Behind a transaction-pooling PgBouncer a session-level SET reaches whichever server
   // connection runs it and stays there, not with this client: the limits above are then sent
   // as SET LOCAL at the start of every transaction (one round trip more per transaction)
-  // instead of once per connection.
+  // instead of once per connection, and autocommit work runs in a short transaction of its own
+  // to carry them (DbPool::AutocommitIdempotent).
   bool transaction_pooler = false;
 };
 
@@ -138,6 +139,11 @@ class DbPool {
   // statement, typically a server-side function. A connection found broken is replaced and fn
   // runs once more on a new one even though the first statement may have committed, so fn must
   // be idempotent (Reserve is: its key replays the hold).
+  // Behind a transaction pooler the limits cannot stay on the session, and SET LOCAL outside a
+  // transaction does nothing: there fn's statements run in one transaction opened by
+  // "BEGIN; SET LOCAL ..." (one message) and committed after fn, two round trips more, so that
+  // they too are cut off by statement_timeout and lock_timeout. A callback that goes on after a
+  // failed statement calls RestartAfterFailedStatement first.
   template <typename Fn>
   std::invoke_result_t<Fn, pqxx::nontransaction&> AutocommitIdempotent(Fn&& fn);
 
@@ -149,10 +155,12 @@ class DbPool {
 
   const DbOptions& options() const { return options_; }
 
+  // The SET LOCAL statements of every transaction with transaction_pooler; empty otherwise. A
+  // transaction opened on a lease outside Transact sends them first.
+  const std::string& per_transaction_settings() const { return per_transaction_settings_; }
+
  private:
   std::unique_ptr<pqxx::connection> Connect();
-  // The SET LOCAL statements of every transaction with transaction_pooler; empty otherwise.
-  const std::string& per_transaction_settings() const { return per_transaction_settings_; }
   void Return(std::unique_ptr<pqxx::connection> conn, bool broken);
   // Brings the process's pool gauges (metrics.h) in line with this pool's state: each pool adds
   // what changed since its last report, so the gauges hold the sum over the process's pools.
@@ -160,6 +168,8 @@ class DbPool {
 
   const DbOptions options_;
   const std::string per_transaction_settings_;
+  // "BEGIN; " and the settings above: how autocommit work starts behind a pooler; empty otherwise.
+  const std::string autocommit_block_start_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int leased_ ABSL_GUARDED_BY(mu_) = 0;
@@ -169,6 +179,26 @@ class DbPool {
   int reported_idle_ ABSL_GUARDED_BY(mu_) = 0;
   int reported_leased_ ABSL_GUARDED_BY(mu_) = 0;
   int reported_waiters_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Inside an AutocommitIdempotent callback, after one of its statements failed and before the
+// callback sends another: behind a transaction pooler the callback's statements share one
+// transaction (for its limits), which the failure aborted, so this rolls it back and opens a new
+// one with the same limits (one round trip). Elsewhere each statement was its own transaction
+// and this sends nothing.
+void RestartAfterFailedStatement(pqxx::transaction_base& tx);
+
+// Set by AutocommitIdempotent while its callback runs behind a pooler: what
+// RestartAfterFailedStatement sends after its ROLLBACK ("" elsewhere).
+class AutocommitBlockScope {
+ public:
+  explicit AutocommitBlockScope(const std::string& block_start);
+  ~AutocommitBlockScope();
+  AutocommitBlockScope(const AutocommitBlockScope&) = delete;
+  AutocommitBlockScope& operator=(const AutocommitBlockScope&) = delete;
+
+ private:
+  const std::string* const previous_;
 };
 
 // A savepoint sent with a plain exec() at once. (pqxx::subtransaction sends SAVEPOINT lazily
@@ -242,21 +272,40 @@ std::invoke_result_t<Fn, pqxx::work&> DbPool::Transact(Fn&& fn) {
   }
 }
 
+// Rolls back the transaction AutocommitIdempotent opened behind a pooler; a connection on which
+// that fails is marked broken.
+void EndAutocommitBlock(DbPool::Lease& lease);
+
 template <typename Fn>
 std::invoke_result_t<Fn, pqxx::nontransaction&> DbPool::AutocommitIdempotent(Fn&& fn) {
   using Result = std::invoke_result_t<Fn, pqxx::nontransaction&>;
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<Lease> lease = Acquire(/*fresh=*/attempt > 0);
     if (!lease.ok()) return Result(lease.status());
+    bool in_block = false;  // a transaction of ours is open on the connection
     try {
       pqxx::nontransaction tx(lease->conn());
       PreparedStatementScope prepared(!options_.transaction_pooler);
-      return fn(tx);
+      AutocommitBlockScope block(autocommit_block_start_);
+      if (!autocommit_block_start_.empty()) {
+        tx.exec(autocommit_block_start_);
+        in_block = true;
+      }
+      Result result = fn(tx);
+      if (in_block) {
+        // Whatever fn answered: in autocommit its statements would have committed as they ran
+        // (and a transaction a failed statement aborted ends in a rollback here).
+        tx.exec("COMMIT");
+        in_block = false;
+      }
+      return result;
     } catch (const pqxx::broken_connection& e) {
       lease->MarkBroken();
       if (attempt == 0) continue;
       return Result(DbErrorToStatus(e));
     } catch (const std::exception& e) {
+      // The connection goes back to the pool outside any transaction, or not at all.
+      if (in_block) EndAutocommitBlock(*lease);
       return Result(DbErrorToStatus(e));
     }
   }

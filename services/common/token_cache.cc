@@ -56,10 +56,20 @@ bool TokenCache::Trusted() const {
 
 std::optional<Principal> TokenCache::Find(const std::string& digest) const {
   if (!Trusted()) return std::nullopt;
+  const absl::Time now = options_.now();
   absl::ReaderMutexLock lock(&mu_);
   auto it = principals_.find(digest);
-  if (it == principals_.end()) return std::nullopt;
-  return it->second;
+  // An expired entry stays until it is replaced or the cache is emptied; it is never answered.
+  if (it == principals_.end() || it->second.expires <= now) return std::nullopt;
+  return it->second.principal;
+}
+
+bool TokenCache::HeldUnknown(const std::string& digest) const {
+  if (!Trusted()) return false;
+  const absl::Time now = options_.now();
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = unknown_.find(digest);
+  return it != unknown_.end() && it->second > now;
 }
 
 bool TokenCache::AwaitListening(absl::Duration timeout) const {
@@ -80,12 +90,24 @@ void TokenCache::Store(const std::string& digest, const Principal& principal,
   // Read before a notification this cache has since acted on: it may be the old fact.
   if (generation != generation_) return;
   if (principals_.size() >= options_.max_entries) principals_.clear();
-  principals_[digest] = principal;
+  principals_[digest] = Held{principal, options_.now() + options_.principal_ttl};
+  unknown_.erase(digest);
+}
+
+void TokenCache::StoreUnknown(const std::string& digest, uint64_t generation) {
+  if (!Trusted()) return;
+  absl::MutexLock lock(&mu_);
+  // Read before a notification this cache has since acted on: the token may exist by now.
+  if (generation != generation_) return;
+  if (unknown_.size() >= options_.max_unknown_entries) unknown_.clear();
+  unknown_[digest] = options_.now() + options_.unknown_ttl;
+  principals_.erase(digest);
 }
 
 void TokenCache::DropAll() {
   absl::MutexLock lock(&mu_);
   principals_.clear();
+  unknown_.clear();
   ++generation_;
 }
 
@@ -196,6 +218,8 @@ absl::Status ChangeAuthFacts(DbPool& pool, const std::function<absl::Status(pqxx
     Collector acks(conn, kAckChannel);  // LISTEN before the change commits
     {
       pqxx::work tx(conn);
+      // Behind a transaction pooler the limits travel with each transaction (DbPool::Transact).
+      if (!pool.per_transaction_settings().empty()) tx.exec(pool.per_transaction_settings());
       absl::Status status = fn(tx);
       if (!status.ok()) return status;  // rolled back by the destructor
       const std::string txid = tx.exec("SELECT txid_current()::text")[0][0].as<std::string>();

@@ -257,6 +257,7 @@ ReserveOutcome ReserveInDatabase(pqxx::transaction_base& tx, const std::string& 
       // Only reservations_org_key_uq can raise here (the arbiter is ON CONFLICT DO NOTHING): a
       // same-key hold written by a path that skips the function's advisory lock committed first.
       // In autocommit nothing of the failed call remains; the second call replays that hold.
+      RestartAfterFailedStatement(tx);
       return call();
     }
   }();

@@ -18,6 +18,7 @@
 #include "services/common/rpc_gate.h"
 #include "services/occupancy/occupancy_logic.h"
 #include "services/occupancy/occupancy_service.h"
+#include "tests/admin/token_file.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
@@ -75,7 +76,7 @@ struct Result {
 
 Result Run(const World& w, std::vector<std::string> args) {
   args.push_back("--target=" + w.server.address());
-  args.push_back("--token=" + w.token);
+  args.push_back("--dcl_token_file=" + testing::DclTokenFile(w.token));
   testing::ChildProcess dclctl(testing::RunfilesBinary("dclctl/dclctl"), args,
                                /*separate_stderr=*/true);
   const std::optional<int> exit = dclctl.WaitForExit(std::chrono::seconds(60));

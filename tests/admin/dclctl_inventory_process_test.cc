@@ -187,9 +187,9 @@ TEST_CASE("import netbox on a terminal draws a progress bar before the report") 
   World w;
   // script(1) (util-linux, Essential in Debian) gives dclctl a pseudo-terminal as stdout.
   const std::string command =
-      absl::StrCat(testing::RunfilesBinary("dclctl/dclctl"),
-                   " import netbox --dry-run --dir ", FixtureDir(),
-                   " --target=", w.server.address(), " --token=", w.operator_token);
+      absl::StrCat(testing::RunfilesBinary("dclctl/dclctl"), " import netbox --dry-run --dir ",
+                   FixtureDir(), " --target=", w.server.address(),
+                   " --dcl_token_file=", testing::DclTokenFile(w.operator_token));
   ChildProcess script("/usr/bin/script", {"-qec", command, "/dev/null"}, true);
   const std::optional<int> exit = script.WaitForExit(std::chrono::seconds(60));
   INFO(script.Log() << script.Stderr());

@@ -29,6 +29,7 @@
 #include "services/occupancy/occupancy_service.h"
 #include "services/reservation/reservation_logic.h"
 #include "services/reservation/reservation_service.h"
+#include "tests/admin/token_file.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
@@ -95,7 +96,7 @@ std::string Dclctl() { return testing::RunfilesBinary("dclctl/dclctl"); }
 Result Run(const World& w, std::vector<std::string> args, bool with_connection = true) {
   if (with_connection) {
     args.push_back("--target=" + w.server.address());
-    args.push_back("--token=" + w.operator_token);
+    args.push_back("--dcl_token_file=" + testing::DclTokenFile(w.operator_token));
   }
   ChildProcess dclctl(Dclctl(), args, /*separate_stderr=*/true);
   const std::optional<int> exit = dclctl.WaitForExit(std::chrono::seconds(60));
@@ -253,7 +254,7 @@ TEST_CASE("move watch prints the transitions another dclctl makes, and ends with
 
   ChildProcess watch(Dclctl(),
                      {"move", "watch", move.id(), "--target=" + w.server.address(),
-                      "--token=" + w.operator_token},
+                      "--dcl_token_file=" + testing::DclTokenFile(w.operator_token)},
                      /*separate_stderr=*/true);
   REQUIRE(WaitUntil([&] { return absl::StrContains(watch.Log(), "created as planned"); },
                     std::chrono::seconds(30)));
@@ -297,7 +298,7 @@ TEST_CASE("Ctrl-C ends a watch cleanly: exit 130, the move goes on") {
   const v1::Move move = FromJson<v1::Move>(started.out);
   ChildProcess watch(Dclctl(),
                      {"move", "watch", move.id(), "--target=" + w.server.address(),
-                      "--token=" + w.operator_token},
+                      "--dcl_token_file=" + testing::DclTokenFile(w.operator_token)},
                      /*separate_stderr=*/true);
   REQUIRE(WaitUntil([&] { return absl::StrContains(watch.Log(), "created as planned"); },
                     std::chrono::seconds(30)));
@@ -325,19 +326,24 @@ TEST_CASE("exit statuses: not found 3, bad input 2, no valid token 7, unreachabl
   CHECK(unknown_flag.exit == 2);
   CHECK(absl::StrContains(unknown_flag.err, "unknown flag --colour"));
 
-  Result token = Run(w, {"rack", "show", w.rack_a, "--target=" + w.server.address(),
-                         "--token=not-a-token"},
+  Result token = Run(w,
+                     {"rack", "show", w.rack_a, "--target=" + w.server.address(),
+                      "--dcl_token_file=" + testing::DclTokenFile("not-a-token")},
                      false);
   CHECK(token.exit == 7);
 
   // A commerce token may not book rack units.
-  Result role = Run(w, {"rack", "show", w.rack_a, "--target=" + w.server.address(),
-                        "--token=" + w.commerce_token},
+  Result role = Run(w,
+                    {"rack", "show", w.rack_a, "--target=" + w.server.address(),
+                     "--dcl_token_file=" + testing::DclTokenFile(w.commerce_token)},
                     false);
   CHECK(role.exit == 7);
   CHECK(absl::StrContains(role.err, "PERMISSION_DENIED"));
 
-  Result down = Run(w, {"rack", "show", w.rack_a, "--target=127.0.0.1:1", "--token=x"}, false);
+  Result down = Run(w,
+                    {"rack", "show", w.rack_a, "--target=127.0.0.1:1",
+                     "--dcl_token_file=" + testing::DclTokenFile("x")},
+                    false);
   CHECK(down.exit == 6);
 }
 
@@ -354,8 +360,8 @@ TEST_CASE("reservation list and show with a commerce token beside the operator's
 
   // The operator's token alone is refused; the per-service token wins for reservations.
   CHECK(Run(w, {"reservation", "list"}).exit == 7);
-  Result listed =
-      Run(w, {"reservation", "list", "--state", "held", "--reservation_token=" + w.commerce_token});
+  Result listed = Run(w, {"reservation", "list", "--state", "held",
+                          "--reservation_token_file=" + testing::DclTokenFile(w.commerce_token)});
   INFO(listed.err);
   REQUIRE(listed.exit == 0);
   CHECK(absl::StrContains(listed.out, id));
@@ -363,14 +369,68 @@ TEST_CASE("reservation list and show with a commerce token beside the operator's
   CHECK(absl::StrContains(listed.out, "held"));
 
   Result none = Run(w, {"reservation", "list", "--state", "cancelled",
-                        "--reservation_token=" + w.commerce_token});
+                        "--reservation_token_file=" + testing::DclTokenFile(w.commerce_token)});
   CHECK(none.exit == 0);
   CHECK_FALSE(absl::StrContains(none.out, id));
 
-  Result shown = Run(w, {"reservation", "show", "--key", "order-1001",
-                         "--reservation_token=" + w.commerce_token, "--json"});
+  Result shown =
+      Run(w, {"reservation", "show", "--key", "order-1001",
+              "--reservation_token_file=" + testing::DclTokenFile(w.commerce_token), "--json"});
   REQUIRE(shown.exit == 0);
   CHECK(FromJson<v1::Reservation>(shown.out).id() == id);
+}
+
+TEST_CASE(
+    "a token on the command line is refused, naming the variable and the file to use "
+    "instead; a token file is read") {
+  World w;
+  const std::string target = "--target=" + w.server.address();
+  const std::pair<std::string, std::string> refused_flags[] = {
+      {"--token",
+       "Set DCL_TOKEN in the environment, or name a file holding it with "
+       "--dcl_token_file FILE"},
+      {"--reservation_token",
+       "DCL_RESERVATION_TOKEN in the environment, or name a file holding it "
+       "with --reservation_token_file FILE"},
+      {"--occupancy_token", "DCL_OCCUPANCY_TOKEN"},
+      {"--moves_token", "DCL_MOVES_TOKEN"}};
+  for (const auto& [flag, instead] : refused_flags) {
+    Result refused =
+        Run(w, {"rack", "capacity", w.rack_a, target, flag + "=" + w.operator_token}, false);
+    INFO(flag << ": " << refused.out << refused.err);
+    CHECK(refused.exit == 2);
+    CHECK(absl::StrContains(refused.err, flag + " is refused"));
+    CHECK(absl::StrContains(refused.err, "(ps)"));
+    CHECK(absl::StrContains(refused.err, instead));
+    CHECK_FALSE(absl::StrContains(refused.out, "free front units"));
+  }
+
+  Result from_file = Run(w,
+                         {"rack", "capacity", w.rack_a, target,
+                          "--dcl_token_file=" + testing::DclTokenFile(w.operator_token)},
+                         false);
+  INFO(from_file.err);
+  CHECK(from_file.exit == 0);
+  CHECK(absl::StrContains(from_file.out, "free front units  42"));
+  // The per-service file wins over the shared one.
+  Result per_service = Run(w,
+                           {"rack", "capacity", w.rack_a, target,
+                            "--dcl_token_file=" + testing::DclTokenFile("not-a-token"),
+                            "--occupancy_token_file=" + testing::DclTokenFile(w.operator_token)},
+                           false);
+  CHECK(per_service.exit == 0);
+
+  for (const std::string& bad : {std::string(""), w.operator_token + " " + w.operator_token}) {
+    Result unusable = Run(
+        w, {"rack", "capacity", w.rack_a, target, "--dcl_token_file=" + testing::DclTokenFile(bad)},
+        false);
+    CHECK(unusable.exit == 2);
+    CHECK(absl::StrContains(unusable.err, "must hold one token, nothing else"));
+  }
+  Result missing = Run(
+      w, {"rack", "capacity", w.rack_a, target, "--dcl_token_file=/nonexistent/dcl-token"}, false);
+  CHECK(missing.exit == 2);
+  CHECK(absl::StrContains(missing.err, "--dcl_token_file: cannot read /nonexistent/dcl-token"));
 }
 
 TEST_CASE("target and token from DCL_TARGET and DCL_TOKEN; a per-service flag wins") {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/admin/token_file.h"
 #include "tests/support/child_process.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/grpc_harness.h"
@@ -41,7 +42,7 @@ struct DclctlResult {
 inline DclctlResult RunDclctl(const DclctlWorld& w, std::vector<std::string> args,
                               std::chrono::seconds limit) {
   args.push_back("--target=" + w.server.address());
-  args.push_back("--token=" + w.operator_token);
+  args.push_back("--dcl_token_file=" + DclTokenFile(w.operator_token));
   ChildProcess dclctl(RunfilesBinary("dclctl/dclctl"), args, /*separate_stderr=*/true);
   const std::optional<int> exit = dclctl.WaitForExit(limit);
   REQUIRE(exit.has_value());

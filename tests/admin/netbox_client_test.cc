@@ -50,6 +50,27 @@ TEST_CASE("first page URL: plain http only to loopback; no credentials, no query
   CHECK_FALSE(FirstPageUrl(o, "sites").ok());
 }
 
+TEST_CASE("loopback is judged by address: names that merely start like one are not") {
+  FetchOptions o;
+  for (const char* loopback :
+       {"http://127.0.0.1", "http://127.1.2.3:8000/netbox", "http://[::1]", "http://localhost:8000",
+        "http://LOCALHOST", "http://[::ffff:127.0.0.1]:8080"}) {
+    INFO(loopback);
+    o.base_url = loopback;
+    CHECK(FirstPageUrl(o, "sites").ok());
+  }
+  for (const char* name :
+       {"http://127.evil.example", "http://127.0.0.1.nip.io", "http://127.0.0.1.evil.example:80",
+        "http://localhost.evil.net", "http://[::2]", "http://[::ffff:10.0.0.1]", "http://128.0.0.1",
+        "http://[::1", "http://0x7f000001"}) {
+    INFO(name);
+    o.base_url = name;
+    absl::StatusOr<std::string> refused = FirstPageUrl(o, "sites");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(absl::StrContains(refused.status().message(), "clear text"));
+  }
+}
+
 TEST_CASE("next: requested at the configured origin, whatever host NetBox names") {
   CHECK(*SameOriginUrl("https://netbox.example.net",
                        "http://internal:8000/api/dcim/devices/?limit=1000&offset=1000") ==

@@ -245,6 +245,26 @@ TEST_CASE("--url --site: only the named sites; plain http off loopback and a mis
   CHECK(no_token.exit == 2);
 }
 
+TEST_CASE("--url: pages beyond --netbox_max_bytes in all end the import naming the cap, nothing "
+          "written") {
+  World w;
+  StandIn netbox(kV1Token, {"--dir", Cwd() + "/tests/admin/netbox_fixtures", "--max-page-size",
+                            "4"});
+  std::vector<std::string> args = UrlImport(netbox, TokenFile(kV1Token));
+  args.push_back("--netbox_max_bytes=6000");  // the fixtures' pages: about 40 kB
+  Result capped = Run(w, args);
+  INFO(capped.out << capped.err);
+  CHECK(capped.exit == 4);
+  CHECK(absl::StrContains(capped.err, "exceed the cap of 6000 bytes in all (--netbox_max_bytes)"));
+  CHECK(Count(w, "sites") == "0");
+  CHECK(Count(w, "devices") == "0");
+  // Under a cap the pages fit in, the import goes through.
+  args.back() = "--netbox_max_bytes=1000000";
+  Result fits = Run(w, args);
+  INFO(fits.out << fits.err);
+  CHECK(Count(w, "devices") == "11");
+}
+
 // The fixtures with one more rack and list entries: a directory of saved files.
 std::string FixturesWith(const std::string& rack_json, const std::string& device_json,
                          const std::string& reservation_json) {

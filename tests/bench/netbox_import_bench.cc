@@ -119,6 +119,8 @@ int Main() {
   const std::string netbox_token = "nbt_bench01.0123456789abcdefghij";
   const std::string token_file = std::string(dir) + "/netbox-token";
   std::ofstream(token_file) << netbox_token << "\n";
+  const std::string dcl_token_file = std::string(dir) + "/dcl-token";
+  std::ofstream(dcl_token_file) << token->token << "\n";
   int out[2];
   if (pipe(out) != 0) Die("pipe");
   const std::string script = absl::GetFlag(FLAGS_standin);
@@ -142,7 +144,7 @@ int Main() {
   const std::string command = absl::StrCat(
       absl::GetFlag(FLAGS_dclctl), " import netbox --url http://127.0.0.1:", netbox_port,
       " --token-file ", token_file, " --target=127.0.0.1:", (*runtime)->port(),
-      " --token=", token->token, " --deadline_seconds=60");
+      " --dcl_token_file ", dcl_token_file, " --deadline_seconds=60");
   std::printf("generated NetBox site: %d racks, %d devices (pages of 1000 rows)\n", racks, devices);
   std::printf("before: %s\n", Footprint(url, org).c_str());
 

@@ -273,6 +273,95 @@ TEST_CASE("through a transaction pooler every transaction carries its own pool's
   CHECK(slow.code() == absl::StatusCode::kDeadlineExceeded);
 }
 
+TEST_CASE("autocommit statements are cut off by the pool's limits too, through a transaction "
+          "pooler as well") {
+  // Without a pooler the limits are the session's and hold for autocommit statements; behind
+  // PgBouncer in transaction mode SET LOCAL applied to explicit transactions only, and a Reserve
+  // (one autocommit statement) could wait on a key's advisory lock without end.
+  const bool through_pooler = GENERATE(false, true);
+  INFO((through_pooler ? "through PgBouncer" : "direct"));
+  TestDatabase db;
+  db.Exec("CREATE TABLE autocommit_probe (x int PRIMARY KEY)");
+  db.Exec("GRANT SELECT, INSERT ON autocommit_probe TO dcl_app");
+  DbOptions options;
+  options.url = through_pooler ? db.PgBouncerUrl() : db.service_url();
+  options.pool_size = 2;
+  options.statement_timeout_ms = 400;
+  options.lock_timeout_ms = 300;
+  options.transaction_pooler = through_pooler;
+  DbPool pool(options);
+
+  absl::StatusOr<std::string> seen =
+      pool.AutocommitIdempotent([](pqxx::nontransaction& tx) -> absl::StatusOr<std::string> {
+        return tx.exec1("SELECT current_setting('statement_timeout') || ' ' || "
+                        "current_setting('lock_timeout')")[0]
+            .as<std::string>();
+      });
+  REQUIRE(seen.ok());
+  CHECK(*seen == "400ms 300ms");
+
+  // A slow statement: cut off, DEADLINE_EXCEEDED.
+  const auto started = std::chrono::steady_clock::now();
+  absl::Status slow = pool.AutocommitIdempotent([](pqxx::nontransaction& tx) -> absl::Status {
+    tx.exec("SELECT pg_sleep(4)");
+    return absl::OkStatus();
+  });
+  CHECK(slow.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+
+  // A wait on an advisory lock another session holds (as a Reserve waits on its key's): cut off
+  // by lock_timeout, ABORTED. The holder lets go after 4 s at the latest, so that a pool without
+  // the limit answers (wrongly) instead of hanging the test.
+  auto holder_conn = db.Connect();
+  pqxx::work holder(*holder_conn);
+  holder.exec("SELECT pg_advisory_xact_lock(4242)");
+  std::atomic<bool> answered{false};
+  absl::Status waited;
+  std::thread waiter([&] {
+    waited = pool.AutocommitIdempotent([](pqxx::nontransaction& tx) -> absl::Status {
+      tx.exec("SELECT pg_advisory_xact_lock(4242)");
+      return absl::OkStatus();
+    });
+    answered = true;
+  });
+  for (int i = 0; i < 40 && !answered; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const bool answered_while_held = answered.load();
+  holder.commit();
+  waiter.join();
+  CHECK(answered_while_held);
+  CHECK(waited.code() == absl::StatusCode::kAborted);
+
+  // The connections went back clean, and autocommit work still commits as it runs: a write is
+  // seen by another session at once, and a callback that goes on after a failed statement
+  // (RestartAfterFailedStatement) writes what comes after.
+  REQUIRE(pool.AutocommitIdempotent([](pqxx::nontransaction& tx) -> absl::Status {
+                tx.exec("INSERT INTO autocommit_probe VALUES (1)");
+                return absl::OkStatus();
+              })
+              .ok());
+  CHECK(db.Count("SELECT count(*) FROM autocommit_probe WHERE x = 1") == 1);
+  absl::Status went_on = pool.AutocommitIdempotent([](pqxx::nontransaction& tx) -> absl::Status {
+    try {
+      tx.exec("INSERT INTO autocommit_probe VALUES (1)");
+    } catch (const pqxx::unique_violation&) {
+      RestartAfterFailedStatement(tx);
+    }
+    tx.exec("INSERT INTO autocommit_probe VALUES (2)");
+    return absl::OkStatus();
+  });
+  CHECK(went_on.ok());
+  CHECK(db.Count("SELECT count(*) FROM autocommit_probe") == 2);
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<int64_t> ok =
+        pool.AutocommitIdempotent([](pqxx::nontransaction& tx) -> absl::StatusOr<int64_t> {
+          return tx.exec1("SELECT count(*) FROM autocommit_probe")[0].as<int64_t>();
+        });
+    CHECK(ok.ok());
+  }
+}
+
 // ExecCached (db.h): a named prepared statement where the pool's connections are the session's
 // own, a plain parameterised statement behind a transaction pooler and outside a pool's callback.
 TEST_CASE("ExecCached prepares on a pool's own connections, and nowhere else") {

@@ -5,9 +5,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "dcl/v1/moves.grpc.pb.h"
+#include "absl/strings/match.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "services/common/grpc_status.h"
 #include "services/common/rpc_gate.h"
@@ -192,6 +197,42 @@ TEST_CASE("tokens are stored only as digests, never in clear") {
   CHECK(f.db.Count("SELECT count(*) FROM api_tokens WHERE position('" + issued->token +
                    "' IN encode(token_sha256, 'escape') || label || subject) > 0") == 0);
   CHECK_FALSE(CreateToken(*f.pool, "no-such-org", Role::kAdmin, "", "").ok());
+}
+
+TEST_CASE("no statement carries a token: creating and authenticating send only its digest") {
+  // libpq's protocol trace of the pool's one connection records every message sent, parameters
+  // included: what statement logging on the server would write.
+  Fixture f;
+  auto pool = f.db.MakePool(1);
+  const std::string trace_path = std::string(std::getenv("TEST_TMPDIR")) + "/token-trace.txt";
+  std::FILE* trace = std::fopen(trace_path.c_str(), "w");
+  REQUIRE(trace != nullptr);
+  {
+    absl::StatusOr<DbPool::Lease> lease = pool->Acquire();
+    REQUIRE(lease.ok());
+    lease->conn().trace(trace);
+  }
+  auto issued = CreateToken(*pool, f.org, Role::kDcOperator, "", "traced");
+  REQUIRE(issued.ok());
+  REQUIRE(Authenticate(*pool, issued->token).ok());
+  CHECK(Authenticate(*pool, "dcl_never_issued_token").status().code() ==
+        absl::StatusCode::kUnauthenticated);
+  {
+    absl::StatusOr<DbPool::Lease> lease = pool->Acquire();
+    REQUIRE(lease.ok());
+    lease->conn().trace(nullptr);
+  }
+  std::fclose(trace);
+  std::ifstream in(trace_path);
+  const std::string sent((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The trace did record the token statements (the test can see a token if one is sent).
+  REQUIRE(absl::StrContains(sent, "INSERT INTO api_tokens"));
+  REQUIRE(absl::StrContains(sent, "FROM api_tokens t"));
+  CHECK_FALSE(absl::StrContains(sent, issued->token));
+  CHECK_FALSE(absl::StrContains(sent, "dcl_never_issued_token"));
+  // The stored digest is the one PostgreSQL would compute: tokens issued before still work.
+  CHECK(f.db.Count("SELECT count(*) FROM api_tokens WHERE token_sha256 = sha256(convert_to('" +
+                   issued->token + "', 'UTF8'))") == 1);
 }
 
 TEST_CASE("shutdown lets an in-flight call finish and then refuses new calls") {
