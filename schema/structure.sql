@@ -201,6 +201,10 @@ BEGIN
   NEW.power_watts := v_device.power_draw_watts;
   NEW.power_ports := v_device.power_port_count;
   NEW.weight_kg := v_device.weight_kg;
+  IF NEW.feed_ids IS NULL AND NEW.power_ports > 0
+     AND NEW.power_ports < (SELECT count(*) FROM power_feeds WHERE rack_id = NEW.rack_id) THEN
+    NEW.feed_ids := dcl_choose_feeds(NEW.rack_id, NEW.power_ports);
+  END IF;
   PERFORM dcl_check_booking_figures(NEW.rack_id, NEW.device_id, NEW.power_watts, NEW.power_ports,
                                     NEW.feed_ids, NEW.weight_kg);
   RETURN NEW;
@@ -371,6 +375,28 @@ BEGIN
   END IF;
   PERFORM dcl_check_booking_figures(p_rack, p_device, p_power, p_ports, p_feed_ids);
 END
+$$;
+
+
+--
+-- Name: dcl_choose_feeds(uuid, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_choose_feeds(p_rack uuid, p_ports bigint) RETURNS uuid[]
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT array_agg(x.id ORDER BY x.id)
+    FROM (SELECT f.id
+            FROM power_feeds f
+           WHERE f.rack_id = p_rack
+           ORDER BY (SELECT min(b.capacity - b.used)
+                       FROM rack_budgets b
+                      WHERE b.rack_id = p_rack
+                        AND ((b.dimension = 'feed' AND b.key = f.id::text)
+                             OR (b.dimension = 'feed_lost'
+                                 AND split_part(b.key, '>', 2) = f.id::text))) DESC NULLS LAST,
+                    f.name
+           LIMIT greatest(p_ports, 0)) x
 $$;
 
 
@@ -561,18 +587,19 @@ $$;
 
 CREATE FUNCTION public.dcl_insert_booking(p_org uuid, p_site uuid, p_rack uuid, p_kind text, p_device uuid, p_front boolean, p_rear boolean, p_first_unit integer, p_last_unit integer, p_ttl_seconds bigint, p_actor text, p_reason text, p_sides text[], p_units integer[], OUT returned text, OUT violated_constraint text, OUT violated_sqlstate text) RETURNS record
     LANGUAGE sql
-    AS $$
-  SELECT * FROM dcl_insert_booking(p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear,
-                                   p_first_unit, p_last_unit, p_ttl_seconds, p_actor, p_reason,
-                                   p_sides, p_units, NULL, NULL, NULL)
-$$;
+    AS $_$
+  SELECT regexp_replace(i.returned, '\|[^|]*$', ''), i.violated_constraint, i.violated_sqlstate
+    FROM dcl_insert_booking(p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear,
+                            p_first_unit, p_last_unit, p_ttl_seconds, p_actor, p_reason,
+                            p_sides, p_units, NULL::bigint, NULL::bigint, NULL::text[]) i
+$_$;
 
 
 --
--- Name: dcl_insert_booking(uuid, uuid, uuid, text, uuid, boolean, boolean, integer, integer, bigint, text, text, text[], integer[], bigint, bigint, uuid[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: dcl_insert_booking(uuid, uuid, uuid, text, uuid, boolean, boolean, integer, integer, bigint, text, text, text[], integer[], bigint, bigint, text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dcl_insert_booking(p_org uuid, p_site uuid, p_rack uuid, p_kind text, p_device uuid, p_front boolean, p_rear boolean, p_first_unit integer, p_last_unit integer, p_ttl_seconds bigint, p_actor text, p_reason text, p_sides text[], p_units integer[], p_power_watts bigint, p_weight_kg bigint, p_feed_ids uuid[], OUT returned text, OUT violated_constraint text, OUT violated_sqlstate text) RETURNS record
+CREATE FUNCTION public.dcl_insert_booking(p_org uuid, p_site uuid, p_rack uuid, p_kind text, p_device uuid, p_front boolean, p_rear boolean, p_first_unit integer, p_last_unit integer, p_ttl_seconds bigint, p_actor text, p_reason text, p_sides text[], p_units integer[], p_power_watts bigint, p_weight_kg bigint, p_feed_names text[], OUT returned text, OUT violated_constraint text, OUT violated_sqlstate text) RETURNS record
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -582,8 +609,12 @@ BEGIN
                           feed_ids)
     VALUES (p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear, p_first_unit, p_last_unit,
             CASE WHEN p_ttl_seconds > 0 THEN now() + make_interval(secs => p_ttl_seconds) END,
-            p_actor, p_reason, p_power_watts, p_weight_kg, p_feed_ids)
-    RETURNING id, rack_id, device_id, created_at, expires_at
+            p_actor, p_reason, p_power_watts, p_weight_kg,
+            CASE WHEN p_feed_names IS NOT NULL THEN
+              ARRAY(SELECT f.id FROM power_feeds f
+                     WHERE f.rack_id = p_rack AND f.name = ANY (p_feed_names) ORDER BY f.id)
+            END)
+    RETURNING id, rack_id, device_id, created_at, expires_at, feed_ids
   ), s AS (
     INSERT INTO booking_slots (booking_id, rack_id, side, unit)
     SELECT h.id, h.rack_id, x.side, x.unit
@@ -591,7 +622,9 @@ BEGIN
   )
   SELECT h.id::text || '|' || h.rack_id::text || '|' || coalesce(h.device_id::text, '') || '|' ||
          (extract(epoch FROM h.created_at) * 1000000)::bigint || '|' ||
-         coalesce((extract(epoch FROM h.expires_at) * 1000000)::bigint::text, '')
+         coalesce((extract(epoch FROM h.expires_at) * 1000000)::bigint::text, '') || '|' ||
+         coalesce((SELECT string_agg(f.name, ',' ORDER BY f.name) FROM power_feeds f
+                    WHERE f.id = ANY (h.feed_ids)), '')
     INTO returned
     FROM h;
 EXCEPTION WHEN integrity_constraint_violation THEN
@@ -757,6 +790,20 @@ BEGIN
   END LOOP;
   INSERT INTO rack_budgets (rack_id, dimension, key, used, capacity)
   SELECT p_rack, e.dimension, e.key, e.used, e.capacity FROM dcl_rack_budgets_expected(p_rack) e;
+END
+$$;
+
+
+--
+-- Name: dcl_racks_build_budgets(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_racks_build_budgets() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM dcl_rack_budgets_rebuild(NEW.id);
+  RETURN NULL;
 END
 $$;
 
@@ -2181,6 +2228,13 @@ CREATE TRIGGER organization_feature_settings_auth_changed AFTER INSERT OR DELETE
 --
 
 CREATE TRIGGER power_feeds_rebuild AFTER INSERT OR DELETE OR UPDATE ON public.power_feeds FOR EACH ROW EXECUTE FUNCTION public.dcl_power_feeds_rebuild();
+
+
+--
+-- Name: racks racks_build_budgets; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER racks_build_budgets AFTER INSERT ON public.racks FOR EACH ROW WHEN (((new.cooling_budget_watts IS NOT NULL) OR (new.airflow IS NOT NULL) OR (new.power_budget_watts IS NOT NULL) OR (new.weight_budget_kg IS NOT NULL))) EXECUTE FUNCTION public.dcl_racks_build_budgets();
 
 
 --

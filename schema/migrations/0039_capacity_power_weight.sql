@@ -159,8 +159,31 @@ BEGIN
 END
 $$;
 
+-- The feeds a device booking hangs on when it names none and has fewer power ports than the rack
+-- has feeds (a single-PSU server on an A/B rack): dcl decides, records the choice in feed_ids and
+-- the write path answers it (Booking.power_feeds), as it decides units. The choice: the p feeds
+-- with the most headroom, each feed's headroom being the least room left on the rows the device
+-- would load there (the feed itself, and the feed carrying each other lost feed's load); ties by
+-- name. Read without locks: it is a choice, not a rule; the rows' CHECKs decide, and a booking
+-- that lost a race for the chosen feed is refused naming it (a retry chooses again).
+CREATE FUNCTION dcl_choose_feeds(p_rack uuid, p_ports bigint) RETURNS uuid[]
+LANGUAGE sql STABLE AS $$
+  SELECT array_agg(x.id ORDER BY x.id)
+    FROM (SELECT f.id
+            FROM power_feeds f
+           WHERE f.rack_id = p_rack
+           ORDER BY (SELECT min(b.capacity - b.used)
+                       FROM rack_budgets b
+                      WHERE b.rack_id = p_rack
+                        AND ((b.dimension = 'feed' AND b.key = f.id::text)
+                             OR (b.dimension = 'feed_lost'
+                                 AND split_part(b.key, '>', 2) = f.id::text))) DESC NULLS LAST,
+                    f.name
+           LIMIT greatest(p_ports, 0)) x
+$$;
+
 -- BEFORE: fixes a device booking's figures from its device and checks them (0038), now with
--- the weight. On a rack without budget rows and airflow nothing is read (0038's dormant path);
+-- the weight and the feeds chosen where the booking names none (dcl_choose_feeds). On a rack without budget rows and airflow nothing is read (0038's dormant path);
 -- a reservation promoted there drops its figures, so that a budget configured later takes the
 -- device's (dcl_rack_budgets_rebuild fills them) and not what was reserved.
 CREATE OR REPLACE FUNCTION dcl_bookings_figures() RETURNS trigger
@@ -188,6 +211,10 @@ BEGIN
   NEW.power_watts := v_device.power_draw_watts;
   NEW.power_ports := v_device.power_port_count;
   NEW.weight_kg := v_device.weight_kg;
+  IF NEW.feed_ids IS NULL AND NEW.power_ports > 0
+     AND NEW.power_ports < (SELECT count(*) FROM power_feeds WHERE rack_id = NEW.rack_id) THEN
+    NEW.feed_ids := dcl_choose_feeds(NEW.rack_id, NEW.power_ports);
+  END IF;
   PERFORM dcl_check_booking_figures(NEW.rack_id, NEW.device_id, NEW.power_watts, NEW.power_ports,
                                     NEW.feed_ids, NEW.weight_kg);
   RETURN NEW;
@@ -330,6 +357,23 @@ BEGIN
 END
 $$;
 
+-- A rack created with a budget gets its rows at once (0038 built them only on an update, so a
+-- rack inserted with a cooling budget had none until its first change).
+CREATE FUNCTION dcl_racks_build_budgets() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM dcl_rack_budgets_rebuild(NEW.id);
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER racks_build_budgets
+  AFTER INSERT ON racks
+  FOR EACH ROW
+  WHEN (NEW.cooling_budget_watts IS NOT NULL OR NEW.airflow IS NOT NULL
+        OR NEW.power_budget_watts IS NOT NULL OR NEW.weight_budget_kg IS NOT NULL)
+  EXECUTE FUNCTION dcl_racks_build_budgets();
+
 DROP TRIGGER racks_rebuild_budgets ON racks;
 CREATE TRIGGER racks_rebuild_budgets
   AFTER UPDATE OF cooling_budget_watts, airflow, power_budget_watts, weight_budget_kg ON racks
@@ -378,14 +422,17 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- The insert of 0026, with the booking's figures: a reservation's power and weight (NULL: not
--- given) and a device booking's feeds (NULL: all of the rack's, or none needed). A device
--- booking's power and weight are the device's, fixed by the BEFORE trigger whatever is passed.
+-- given) and the names of the feeds a device booking hangs on (NULL: the rack's feeds as the
+-- BEFORE trigger takes them, all of them or its choice; a name the rack does not have names no
+-- feed, and bookings_feeds_named refuses the count). A device booking's power and weight are the
+-- device's, fixed by the BEFORE trigger whatever is passed. Answers 0026's five fields and a
+-- sixth: the names of the feeds the booking hangs on, comma-separated ('' for none named).
 CREATE FUNCTION dcl_insert_booking(p_org uuid, p_site uuid, p_rack uuid, p_kind text,
                                    p_device uuid, p_front boolean, p_rear boolean,
                                    p_first_unit integer, p_last_unit integer,
                                    p_ttl_seconds bigint, p_actor text, p_reason text,
                                    p_sides text[], p_units integer[], p_power_watts bigint,
-                                   p_weight_kg bigint, p_feed_ids uuid[],
+                                   p_weight_kg bigint, p_feed_names text[],
                                    OUT returned text, OUT violated_constraint text,
                                    OUT violated_sqlstate text)
 LANGUAGE plpgsql AS $$
@@ -396,8 +443,12 @@ BEGIN
                           feed_ids)
     VALUES (p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear, p_first_unit, p_last_unit,
             CASE WHEN p_ttl_seconds > 0 THEN now() + make_interval(secs => p_ttl_seconds) END,
-            p_actor, p_reason, p_power_watts, p_weight_kg, p_feed_ids)
-    RETURNING id, rack_id, device_id, created_at, expires_at
+            p_actor, p_reason, p_power_watts, p_weight_kg,
+            CASE WHEN p_feed_names IS NOT NULL THEN
+              ARRAY(SELECT f.id FROM power_feeds f
+                     WHERE f.rack_id = p_rack AND f.name = ANY (p_feed_names) ORDER BY f.id)
+            END)
+    RETURNING id, rack_id, device_id, created_at, expires_at, feed_ids
   ), s AS (
     INSERT INTO booking_slots (booking_id, rack_id, side, unit)
     SELECT h.id, h.rack_id, x.side, x.unit
@@ -405,7 +456,9 @@ BEGIN
   )
   SELECT h.id::text || '|' || h.rack_id::text || '|' || coalesce(h.device_id::text, '') || '|' ||
          (extract(epoch FROM h.created_at) * 1000000)::bigint || '|' ||
-         coalesce((extract(epoch FROM h.expires_at) * 1000000)::bigint::text, '')
+         coalesce((extract(epoch FROM h.expires_at) * 1000000)::bigint::text, '') || '|' ||
+         coalesce((SELECT string_agg(f.name, ',' ORDER BY f.name) FROM power_feeds f
+                    WHERE f.id = ANY (h.feed_ids)), '')
     INTO returned
     FROM h;
 EXCEPTION WHEN integrity_constraint_violation THEN
@@ -414,7 +467,7 @@ EXCEPTION WHEN integrity_constraint_violation THEN
 END
 $$;
 
--- The previous release's insert: the same, without figures.
+-- The previous release's insert: the same, without figures, answering 0026's five fields.
 CREATE OR REPLACE FUNCTION dcl_insert_booking(p_org uuid, p_site uuid, p_rack uuid, p_kind text,
                                               p_device uuid, p_front boolean, p_rear boolean,
                                               p_first_unit integer, p_last_unit integer,
@@ -423,9 +476,10 @@ CREATE OR REPLACE FUNCTION dcl_insert_booking(p_org uuid, p_site uuid, p_rack uu
                                               OUT returned text, OUT violated_constraint text,
                                               OUT violated_sqlstate text)
 LANGUAGE sql AS $$
-  SELECT * FROM dcl_insert_booking(p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear,
-                                   p_first_unit, p_last_unit, p_ttl_seconds, p_actor, p_reason,
-                                   p_sides, p_units, NULL, NULL, NULL)
+  SELECT regexp_replace(i.returned, '\|[^|]*$', ''), i.violated_constraint, i.violated_sqlstate
+    FROM dcl_insert_booking(p_org, p_site, p_rack, p_kind, p_device, p_front, p_rear,
+                            p_first_unit, p_last_unit, p_ttl_seconds, p_actor, p_reason,
+                            p_sides, p_units, NULL::bigint, NULL::bigint, NULL::text[]) i
 $$;
 
 -- Adopts a rack that stood before its power and weight budgets were decided here (the header):

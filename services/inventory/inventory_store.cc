@@ -1,5 +1,6 @@
 #include "services/inventory/inventory_store.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -94,6 +95,66 @@ std::vector<std::optional<std::string>> RackArgs(const std::string& org_id,
           rack.geometry.has_rear() ? "true" : "false",
           std::to_string(rack.power_budget_watts),
           std::to_string(rack.weight_budget_kg)};
+}
+
+// A rack's new power or weight budget the bookings standing in it refuse (schema 0039: the
+// rebuild of its budget rows judges every booking as a new one would be): a budget below the
+// load, or a device there whose figure the budget needs is unknown. Names the rack's load or
+// the device, so that the person budgeting the rack sees what stands in it.
+std::optional<absl::Status> BudgetBelowLoad(pqxx::transaction_base& tx, const std::string& rack_id,
+                                            const RackFields& rack, const GuardedResult& result) {
+  const std::string& name = result.violated_constraint;
+  if (name != "rack_power_within_budget" && name != "rack_weight_within_budget" &&
+      name != "bookings_power_known" && name != "bookings_weight_known") {
+    return std::nullopt;
+  }
+  // The rack's name as it stands (the refused update may have renamed it).
+  pqxx::result named = tx.exec_params("SELECT name FROM racks WHERE id = $1::uuid", rack_id);
+  const std::string rack_name = named.empty() ? rack.name : Text(named[0][0]);
+  if (name == "rack_power_within_budget" || name == "rack_weight_within_budget") {
+    const bool power = name == "rack_power_within_budget";
+    const std::string unit = power ? "W" : "kg";
+    const int budget = power ? rack.power_budget_watts : rack.weight_budget_kg;
+    // The rack's load as the rebuild counted it: a device booking's fixed figure, or its
+    // device's where the rack had no budget when it was booked; a reservation's own.
+    pqxx::result r = tx.exec_params(
+        absl::StrCat("SELECT coalesce(sum(coalesce(b.", power ? "power_watts" : "weight_kg",
+                     ", d.", power ? "power_draw_watts" : "weight_kg",
+                     ")), 0) FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
+                     "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL AND "
+                     "((b.kind IN ('placement', 'move_hold') AND b.device_id IS NOT NULL) "
+                     "OR b.kind = 'reservation')"),
+        rack_id);
+    const std::string load = r.empty() ? "?" : Text(r[0][0]);
+    return Error(absl::StatusCode::kFailedPrecondition,
+                 power ? v1::POWER_BUDGET_EXCEEDED : v1::WEIGHT_BUDGET_EXCEEDED,
+                 absl::StrCat("rack ", rack_name, " already carries ", load, " ", unit,
+                              ", more than a ", power ? "power" : "weight", " budget of ", budget,
+                              " ", unit, ": release bookings first, or budget at least that"))
+        .Meta("rack_name", rack_name)
+        .Meta("dimension", power ? "power" : "weight")
+        .Meta(power ? "used_watts" : "used_kg", load)
+        .Meta(power ? "capacity_watts" : "capacity_kg", std::to_string(budget))
+        .status();
+  }
+  const bool power = name == "bookings_power_known";
+  const std::string field = power ? "power_draw_watts" : "weight_kg";
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT d.id::text FROM bookings b JOIN devices d ON d.id = b.device_id "
+                   "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+                   "AND b.kind IN ('placement', 'move_hold') AND d.",
+                   field, " IS NULL ORDER BY d.id LIMIT 1"),
+      rack_id);
+  const std::string device = r.empty() ? "" : Text(r[0][0]);
+  return Error(absl::StatusCode::kFailedPrecondition,
+               power ? v1::POWER_UNKNOWN : v1::WEIGHT_UNKNOWN,
+               absl::StrCat("device ", device, " in rack ", rack_name, " has no ",
+                            power ? "power" : "weight", " figure: set its ", field,
+                            " before budgeting the rack"))
+      .Meta("rack_name", rack_name)
+      .Meta("device_id", device)
+      .Meta("missing", field)
+      .status();
 }
 
 absl::Status RackViolation(pqxx::transaction_base& tx, const std::string& org_id,
@@ -297,7 +358,12 @@ absl::StatusOr<v1::RackRecord> UpdateRack(pqxx::transaction_base& tx, const std:
       "weight_budget_kg = nullif($1[9]::integer, 0) "
       "WHERE id = $1[10]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
       args);
-  if (result.violated()) return RackViolation(tx, org_id, rack, result);
+  if (result.violated()) {
+    if (std::optional<absl::Status> refusal = BudgetBelowLoad(tx, rack_id, rack, result)) {
+      return *refusal;
+    }
+    return RackViolation(tx, org_id, rack, result);
+  }
   std::optional<v1::RackRecord> stored = FindRack(tx, org_id, rack_id, false);
   if (!stored || result.affected == 0) return NotFound("rack", rack_id);
   return *std::move(stored);

@@ -73,6 +73,17 @@ bool UsesDeviceFootprint(const BookingSpec& spec) {
          (spec.kind == v1::BOOKING_MOVE_HOLD && !spec.device_id.empty());
 }
 
+// A device has at most 16 power ports (devices_power_port_count_valid): no booking hangs on more
+// feeds than that.
+constexpr size_t kMaxPowerFeedNames = 16;
+
+// The feeds a booking names, as the text[] argument; NULL when it names none.
+std::optional<std::string> FeedNamesArg(const BookingSpec& spec) {
+  if (spec.feed_names.empty()) return std::nullopt;
+  return TextArrayLiteral(
+      std::vector<std::optional<std::string>>(spec.feed_names.begin(), spec.feed_names.end()));
+}
+
 absl::Status ValidateSpec(const BookingSpec& spec) {
   if (absl::Status s = CheckId("rack_id", spec.rack_id); !s.ok()) return s;
   switch (spec.kind) {
@@ -115,11 +126,17 @@ absl::Status ValidateSpec(const BookingSpec& spec) {
   if (spec.weight_kg && (*spec.weight_kg < 0 || *spec.weight_kg > kMaxRackWeightKg)) {
     return InvalidInput("weight_kg", absl::StrCat("must be between 0 and ", kMaxRackWeightKg));
   }
-  if (!spec.feed_ids.empty() && spec.device_id.empty()) {
-    return InvalidInput("feed_ids", "only a device booking hangs on power feeds");
+  if (!spec.feed_names.empty() && spec.device_id.empty()) {
+    return InvalidInput("power_feeds", "only a device booking hangs on power feeds");
   }
-  for (const std::string& feed : spec.feed_ids) {
-    if (absl::Status s = CheckId("feed_ids", feed); !s.ok()) return s;
+  if (spec.feed_names.size() > kMaxPowerFeedNames) {
+    return InvalidInput("power_feeds", absl::StrCat("at most ", kMaxPowerFeedNames, " feeds"));
+  }
+  for (const std::string& feed : spec.feed_names) {
+    if (absl::Status s = CheckText("power_feeds", feed, kMaxNameLength, /*required=*/true);
+        !s.ok()) {
+      return s;
+    }
   }
   // A placement with an expiry is left to the CHECK bookings_placement_never_expires (mapped
   // below); a reservation without one to bookings_reservation_expires.
@@ -330,9 +347,10 @@ absl::Status ConstraintRejection(pqxx::transaction_base& tx, const Principal& pr
   if (name == kReservationExpires) {
     return InvalidInput("ttl_seconds", "a reservation needs an expiry");
   }
-  // The capacity rules of 0038 (capacity_refusal.h).
-  if (std::optional<absl::Status> refusal =
-          CapacityRefusal(tx, spec.rack_id, spec.device_id, name)) {
+  // The capacity rules of 0038 and 0039 (capacity_refusal.h).
+  if (std::optional<absl::Status> refusal = CapacityRefusal(
+          tx, {spec.rack_id, spec.device_id, spec.power_watts, spec.weight_kg, FeedNamesArg(spec)},
+          name)) {
     return *refusal;
   }
   return UnexpectedViolation("booking", result);
@@ -348,7 +366,7 @@ constexpr char kInsertBookingSql[] =
     "SELECT returned, violated_constraint, violated_sqlstate FROM dcl_insert_booking("
     "$1::uuid, $2::uuid, $3::uuid, $4::text, $5::uuid, $6::boolean, $7::boolean, $8::integer, "
     "$9::integer, $10::bigint, $11::text, $12::text, $13::text[], $14::integer[], $15::bigint, "
-    "$16::bigint, $17::uuid[])";
+    "$16::bigint, $17::text[])";
 
 // What CreateBooking writes, as dcl_insert_booking's arguments.
 struct InsertArgs {
@@ -368,7 +386,7 @@ struct InsertArgs {
   std::string units;  // integer[] literal
   std::optional<int64_t> power_watts;  // a reservation's figures (BookingSpec)
   std::optional<int64_t> weight_kg;
-  std::optional<std::string> feed_ids;  // uuid[] literal; NULL when none are named
+  std::optional<std::string> feed_names;  // text[] literal; NULL when none are named
 };
 
 // The function's outcome in GuardedExec's shape, so that one mapping (ConstraintRejection) reads
@@ -378,7 +396,7 @@ GuardedResult InsertBooking(pqxx::transaction_base& tx, const InsertArgs& a) {
   const pqxx::row row = ExecCached1(tx, kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind,
                                     a.device_id, a.front, a.rear, a.first_unit, a.last_unit,
                                     a.ttl_seconds, a.actor, a.reason, a.sides, a.units,
-                                    a.power_watts, a.weight_kg, a.feed_ids);
+                                    a.power_watts, a.weight_kg, a.feed_names);
   GuardedResult result;
   if (!row[0].is_null()) result.returned = row[0].as<std::string>();
   result.affected = result.returned ? 1 : 0;
@@ -395,7 +413,7 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
   std::vector<std::string> fields = absl::StrSplit(returned, '|');
   int64_t created_us = 0;
   int64_t expires_us = 0;
-  if (fields.size() != 5 || !absl::SimpleAtoi(fields[3], &created_us) ||
+  if (fields.size() != 6 || !absl::SimpleAtoi(fields[3], &created_us) ||
       (!fields[4].empty() && !absl::SimpleAtoi(fields[4], &expires_us))) {
     return Internal(absl::StrCat("unreadable booking insert answer: ", returned));
   }
@@ -408,6 +426,9 @@ absl::StatusOr<v1::Booking> CreatedBooking(const std::string& returned, const Bo
   booking.set_reason(spec.reason);
   if (!fields[4].empty()) SetTimestampFromMicros(expires_us, booking.mutable_expires_at());
   SetTimestampFromMicros(created_us, booking.mutable_created_at());
+  for (absl::string_view feed : absl::StrSplit(fields[5], ',', absl::SkipEmpty())) {
+    booking.add_power_feeds(std::string(feed));
+  }
   std::sort(claimed.begin(), claimed.end(), [](const SlotRef& a, const SlotRef& b) {
     const bool a_rear = a.side == v1::SIDE_REAR;
     const bool b_rear = b.side == v1::SIDE_REAR;
@@ -452,9 +473,14 @@ std::string ReleaseSql(const char* targets, const std::string& answer = kRelease
 const std::string& HeaderColumns() {
   static const std::string* columns = new std::string(absl::StrCat(
       "rack_id::text, kind, device_id::text, created_by, reason, released_by, ",
-      SqlMicros("expires_at"), ", ", SqlMicros("created_at"), ", ", SqlMicros("released_at")));
+      SqlMicros("expires_at"), ", ", SqlMicros("created_at"), ", ", SqlMicros("released_at"),
+      // The feeds a device booking hangs on by name or dcl's choice (0039); no query without.
+      ", CASE WHEN feed_ids IS NULL THEN '' ELSE (SELECT string_agg(f.name, ',' ORDER BY f.name) "
+      "FROM power_feeds f WHERE f.id = ANY (feed_ids)) END"));
   return *columns;
 }
+
+constexpr int kHeaderColumnCount = 10;
 
 // The booking from HeaderColumns() at the start of `row`, without its slots.
 v1::Booking BookingFromHeader(const std::string& booking_id, const pqxx::row& row) {
@@ -472,6 +498,9 @@ v1::Booking BookingFromHeader(const std::string& booking_id, const pqxx::row& ro
   SetTimestampFromMicros(row[7].as<int64_t>(), booking.mutable_created_at());
   if (!row[8].is_null()) {
     SetTimestampFromMicros(row[8].as<int64_t>(), booking.mutable_released_at());
+  }
+  for (absl::string_view feed : absl::StrSplit(Text(row[9]), ',', absl::SkipEmpty())) {
+    booking.add_power_feeds(std::string(feed));
   }
   return booking;
 }
@@ -606,10 +635,7 @@ absl::StatusOr<v1::Booking> CreateBooking(pqxx::transaction_base& tx, const Prin
   args.units = IntArrayLiteral(claimed);
   args.power_watts = spec.power_watts;
   args.weight_kg = spec.weight_kg;
-  if (!spec.feed_ids.empty()) {
-    args.feed_ids = TextArrayLiteral(
-        std::vector<std::optional<std::string>>(spec.feed_ids.begin(), spec.feed_ids.end()));
-  }
+  args.feed_names = FeedNamesArg(spec);
 
   for (int attempt = 0; attempt < kMaxInsertAttempts; ++attempt) {
     GuardedResult result = InsertBooking(tx, args);
@@ -680,7 +706,7 @@ absl::StatusOr<v1::Booking> ReleaseBooking(pqxx::transaction_base& tx, const Pri
     return NotOfKind(booking_id, existing->kind(), kind);
   }
   v1::Booking booking = BookingFromHeader(booking_id, r[0]);
-  absl::StatusOr<std::vector<SlotRef>> released = SlotList(r[0][9]);
+  absl::StatusOr<std::vector<SlotRef>> released = SlotList(r[0][kHeaderColumnCount]);
   if (!released.ok()) return released.status();
   for (const SlotRef& s : *released) {
     v1::Slot* slot = booking.add_slots();
@@ -750,7 +776,9 @@ constexpr char kLockReservationSql[] =
 constexpr char kPromoteWholeSql[] =
     "UPDATE bookings SET kind = 'placement', device_id = $1[3]::uuid, expires_at = NULL, "
     "front = $1[4]::boolean, rear = $1[5]::boolean, first_unit = $1[6]::integer, "
-    "last_unit = $1[7]::integer, reason = coalesce(nullif($1[8], ''), reason) "
+    "last_unit = $1[7]::integer, reason = coalesce(nullif($1[8], ''), reason), "
+    "feed_ids = CASE WHEN $1[9] IS NOT NULL THEN ARRAY(SELECT f.id FROM power_feeds f "
+    "WHERE f.rack_id = bookings.rack_id AND f.name = ANY ($1[9]::text[]) ORDER BY f.id) END "
     "WHERE id = $1[1]::uuid AND org_id = $1[2]::uuid AND kind = 'reservation' "
     "AND released_at IS NULL RETURNING id::text";
 
@@ -760,9 +788,11 @@ constexpr char kPromoteWholeSql[] =
 // "new id|slots moved".
 constexpr char kPromotePartSql[] =
     "WITH h AS (INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, "
-    "first_unit, last_unit, created_by, reason) VALUES ($1[2]::uuid, $1[9]::uuid, "
+    "first_unit, last_unit, created_by, reason, feed_ids) VALUES ($1[2]::uuid, $1[9]::uuid, "
     "$1[10]::uuid, 'placement', $1[3]::uuid, $1[4]::boolean, $1[5]::boolean, $1[6]::integer, "
-    "$1[7]::integer, $1[11], $1[8]) RETURNING id), "
+    "$1[7]::integer, $1[11], $1[8], CASE WHEN $1[14] IS NOT NULL THEN ARRAY(SELECT f.id "
+    "FROM power_feeds f WHERE f.rack_id = $1[10]::uuid AND f.name = ANY ($1[14]::text[]) "
+    "ORDER BY f.id) END) RETURNING id), "
     "s AS (UPDATE booking_slots x SET booking_id = h.id FROM h "
     "WHERE x.booking_id = $1[1]::uuid AND x.released_at IS NULL "
     "AND (x.side, x.unit) IN (SELECT * FROM unnest($1[12]::text[], $1[13]::integer[])) "
@@ -852,14 +882,14 @@ absl::StatusOr<v1::Booking> PromoteReservation(pqxx::transaction_base& tx,
     result = GuardedExec(tx, kPromoteWholeSql,
                          {reservation_id, principal.org_id, placement.device_id,
                           front ? "true" : "false", rear ? "true" : "false", std::to_string(low),
-                          std::to_string(high), placement.reason});
+                          std::to_string(high), placement.reason, FeedNamesArg(placement)});
   } else {
     result = GuardedExec(
         tx, kPromotePartSql,
         {reservation_id, principal.org_id, placement.device_id, front ? "true" : "false",
          rear ? "true" : "false", std::to_string(low), std::to_string(high), placement.reason,
          prepared->rack.site_id, placement.rack_id, principal.Actor(),
-         TextArrayLiteral(SideArgs(needed)), IntArrayLiteral(needed)});
+         TextArrayLiteral(SideArgs(needed)), IntArrayLiteral(needed), FeedNamesArg(placement)});
   }
   if (result.violated()) {
     if (result.violated_constraint == kSlotIndex) {

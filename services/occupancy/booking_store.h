@@ -85,9 +85,10 @@ struct BookingSpec {
   // device booking counts its device's figures whatever is given here.
   std::optional<int64_t> power_watts;
   std::optional<int64_t> weight_kg;
-  // The power feeds (ids) a device booking hangs on, when the device has fewer power ports
-  // than the rack has feeds (0038: FEEDS_UNNAMED without them); empty: all or none needed.
-  std::vector<std::string> feed_ids;
+  // The names of the power feeds ("A", "B") a device booking hangs on, when the device has
+  // fewer power ports than the rack has feeds; empty: the database takes all of them, or
+  // chooses those with the most headroom and the booking answers them (Booking.power_feeds).
+  std::vector<std::string> feed_names;
 };
 
 // The spec of a booking of a device's footprint (a placement, or a move hold of the device):

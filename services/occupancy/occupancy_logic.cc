@@ -153,8 +153,9 @@ namespace {
 // where the slot index and the device index decide.
 absl::StatusOr<v1::Booking> PlaceInTransaction(pqxx::transaction_base& tx, const Principal& p,
                                                const v1::PlaceDeviceRequest& req) {
-  const BookingSpec spec = DeviceFootprintSpec(
-      v1::BOOKING_PLACEMENT, req.rack_id(), req.device_id(), req.side(), req.unit(), req.reason());
+  BookingSpec spec = DeviceFootprintSpec(v1::BOOKING_PLACEMENT, req.rack_id(), req.device_id(),
+                                         req.side(), req.unit(), req.reason());
+  spec.feed_names.assign(req.power_feeds().begin(), req.power_feeds().end());
   if (req.reservation_id().empty()) return CreateBooking(tx, p, spec);
   // Out of a unit reservation: its units become the placement (booking_store.h says how).
   return PromoteReservation(tx, p, req.reservation_id(), spec);

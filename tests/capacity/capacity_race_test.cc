@@ -6,7 +6,8 @@
 //   power:      one feed of 230 V x 13 A x 80 % = 2392 W (no N-1 with one feed);
 //   redundancy: two such feeds; a 450 W dual PSU puts 225 W on each, 450 W on the other with
 //               one lost, so N-1 binds at 5 while each feed carries 1125 W;
-//   cooling:    no feeds, 2392 W of cooling.
+//   cooling:    no feeds, 2392 W of cooling;
+//   rack power: no feeds, the rack's own power budget of 2250 W (0039).
 // 5 x 450 = 2250 W fits, 6 x 450 = 2700 W does not: k = 5.
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -30,15 +31,17 @@ constexpr int kRounds = 20;
 constexpr int kFits = 5;
 constexpr int kServerWatts = 450;
 
-enum class Budget { kPower, kRedundancy, kCooling };
+enum class Budget { kPower, kRedundancy, kCooling, kRackPower };
 
 void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
   CapacityWorld w;
   std::vector<std::unique_ptr<DbPool>> pools;
   for (int i = 0; i < kContenders; ++i) pools.push_back(w.db.MakePool(1));
   for (int round = 1; round <= kRounds; ++round) {
-    const std::string rack = w.Rack(budget == Budget::kCooling ? 2392 : 0);
-    if (budget != Budget::kCooling) w.Feed(rack, "A", 230, 13);
+    const std::string rack = budget == Budget::kRackPower
+                                 ? w.BudgetedRack(kFits * kServerWatts, 0)
+                                 : w.Rack(budget == Budget::kCooling ? 2392 : 0);
+    if (budget == Budget::kPower || budget == Budget::kRedundancy) w.Feed(rack, "A", 230, 13);
     if (budget == Budget::kRedundancy) w.Feed(rack, "B", 230, 13);
     const std::vector<std::string> devices = w.Devices(kContenders, kServerWatts, 2);
 
@@ -76,6 +79,8 @@ void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
               absl::StrCat("SELECT count(*) FROM bookings WHERE rack_id = '", rack, "'")) == kFits);
     if (budget == Budget::kCooling) {
       CHECK(w.CoolingUsed(rack) == kFits * kServerWatts);
+    } else if (budget == Budget::kRackPower) {
+      CHECK(w.BudgetColumn(rack, "power") == kFits * kServerWatts);
     } else if (budget == Budget::kPower) {
       CHECK(w.FeedUsed(rack, "A") == kFits * kServerWatts);
     } else {
@@ -96,6 +101,10 @@ TEST_CASE("32 placements race for N-1 room for 5: 5 placed, 27 FEED_REDUNDANCY_L
 
 TEST_CASE("32 placements race for cooling for 5: 5 placed, 27 COOLING_BUDGET_EXCEEDED") {
   Race(Budget::kCooling, v1::COOLING_BUDGET_EXCEEDED, "cooling");
+}
+
+TEST_CASE("32 placements race for a rack power budget of 5: 5 placed, 27 POWER_BUDGET_EXCEEDED") {
+  Race(Budget::kRackPower, v1::POWER_BUDGET_EXCEEDED, "rack power");
 }
 
 }  // namespace

@@ -84,30 +84,51 @@ TEST_CASE("a dual-PSU server on feeds A and B: half on each, all of it on B with
   }
 }
 
-TEST_CASE("a single-PSU device must name its feed, loads it whole and is lost with it") {
+TEST_CASE("a single-PSU device loads one feed whole and is lost with it; dcl chooses the feed") {
   CapacityWorld w;
   const std::string rack = w.Rack();
-  const std::string a = w.Feed(rack, "A", 230, 16);
+  w.Feed(rack, "A", 230, 16);  // 2944 W each
   w.Feed(rack, "B", 230, 16);
-  const std::string single = w.Device(300, 1);
-  const absl::Status unnamed = w.Place(rack, single, 1).status();
-  CHECK(ReasonOf(unnamed) == v1::FEEDS_UNNAMED);
-  CHECK(MetaOf(unnamed, "power_ports") == "1");
-  CHECK(MetaOf(unnamed, "feeds") == "2");
-  // The write path does not name feeds yet; the schema takes a booking that does.
-  w.db.Exec(absl::StrCat(
-      "INSERT INTO bookings (org_id, site_id, rack_id, kind, device_id, front, rear, first_unit, "
-      "last_unit, created_by, feed_ids) SELECT org_id, site_id, '",
-      rack,
-      "', 'placement', id, "
-      "true, false, 1, 1, 'test', ARRAY['",
-      a, "'::uuid] FROM devices WHERE id = '", single, "'"));
-  REQUIRE(w.Place(rack, w.Device(400, 2), 2).ok());
-  CHECK(w.FeedUsed(rack, "A") == 500);
-  CHECK(w.FeedUsed(rack, "B") == 200);
-  CHECK(w.LostUsed(rack, "A", "B") == 400);  // the single PSU is lost with A, not carried
-  CHECK(w.LostUsed(rack, "B", "A") == 700);  // it keeps its whole draw on A
+  // Unnamed: the feed with the most headroom (N-1 counted), ties by name: A; recorded and
+  // answered, so the technician knows where to plug it in.
+  auto first = w.Place(rack, w.Device(300, 1), 1);
+  REQUIRE(first.ok());
+  REQUIRE(first->power_feeds_size() == 1);
+  CHECK(first->power_feeds(0) == "A");
+  // A now carries 300 W, so the next goes to B.
+  auto second = w.Place(rack, w.Device(200, 1), 2);
+  REQUIRE(second.ok());
+  CHECK(second->power_feeds(0) == "B");
+  // Named: taken as named, whatever the headroom.
+  BookingSpec named = DeviceFootprintSpec(v1::BOOKING_PLACEMENT, rack, w.Device(100, 1),
+                                          v1::SIDE_FRONT, 3, "named");
+  named.feed_names = {"B"};
+  auto pool = w.db.MakePool(1);
+  auto third =
+      pool->Transact([&](pqxx::work& tx) { return occupancy::CreateBooking(tx, w.op, named); });
+  REQUIRE(third.ok());
+  CHECK(third->power_feeds(0) == "B");
+  REQUIRE(w.Place(rack, w.Device(400, 2), 4).ok());
+  CHECK(w.FeedUsed(rack, "A") == 300 + 200);
+  CHECK(w.FeedUsed(rack, "B") == 200 + 100 + 200);
+  CHECK(w.LostUsed(rack, "A", "B") == 200 + 100 + 400);  // A's single PSU is lost with A
+  CHECK(w.LostUsed(rack, "B", "A") == 300 + 400);        // B's singles are lost with B
   CHECK(w.Drift() == 0);
+  // The answer reads back the same.
+  auto loaded = pool->Transact(
+      [&](pqxx::work& tx) { return occupancy::LoadBooking(tx, w.op, third->id()); });
+  REQUIRE(loaded.ok());
+  CHECK(loaded->power_feeds(0) == "B");
+  // A feed the rack does not have names no feed: refused, nothing written.
+  named.feed_names = {"Z"};
+  named.first_unit = 5;
+  named.last_unit = 5;
+  named.device_id = w.Device(100, 1);
+  const absl::Status unknown_feed =
+      pool->Transact([&](pqxx::work& tx) { return occupancy::CreateBooking(tx, w.op, named); })
+          .status();
+  CHECK(ReasonOf(unknown_feed) == v1::FEEDS_UNNAMED);
+  CHECK(MetaOf(unknown_feed, "feeds") == "2");
 }
 
 TEST_CASE("three feeds: a dual PSU on two of them, a triple PSU on all three") {

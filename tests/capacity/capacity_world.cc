@@ -43,6 +43,14 @@ std::string CapacityWorld::Rack(int cooling_budget_watts, const std::string& air
   return rack;
 }
 
+std::string CapacityWorld::BudgetedRack(int power_budget_watts, int weight_budget_kg) {
+  RackSpec spec;
+  spec.name = absl::StrCat("R", ++racks_);
+  spec.power_budget_watts = power_budget_watts;
+  spec.weight_budget_kg = weight_budget_kg;
+  return CreateRack(db, org, site, spec);
+}
+
 std::string CapacityWorld::Feed(const std::string& rack, const std::string& name, int voltage,
                                 int amperage, const std::string& phase, int max_utilization) {
   return db.Scalar(absl::StrCat(
@@ -52,10 +60,12 @@ std::string CapacityWorld::Feed(const std::string& rack, const std::string& name
       max_utilization, ") RETURNING id"));
 }
 
-std::string CapacityWorld::Device(int power_watts, int ports, const std::string& airflow) {
+std::string CapacityWorld::Device(int power_watts, int ports, const std::string& airflow,
+                                  int weight_kg) {
   DeviceSpec spec;
   spec.depth_class = "half";
   spec.power_draw_watts = power_watts;
+  spec.weight_kg = weight_kg;
   const std::string device = CreateDevice(db, org, site, spec);
   db.Exec(absl::StrCat(
       "UPDATE devices SET power_port_count = ", ports >= 0 ? std::to_string(ports) : "NULL",
@@ -99,6 +109,13 @@ int64_t CapacityWorld::LostUsed(const std::string& rack, const std::string& lost
 
 int64_t CapacityWorld::CoolingUsed(const std::string& rack) {
   return Used(db, rack, "cooling", "''");
+}
+
+int64_t CapacityWorld::BudgetColumn(const std::string& rack, const std::string& dimension,
+                                    const std::string& column) {
+  return std::stoll(db.Scalar(absl::StrCat("SELECT coalesce((SELECT ", column,
+                                           " FROM rack_budgets WHERE rack_id = '", rack,
+                                           "' AND dimension = '", dimension, "'), -1)")));
 }
 
 int64_t CapacityWorld::Drift() { return db.Count("SELECT count(*) FROM dcl_rack_budget_drift()"); }

@@ -1,6 +1,6 @@
 // The world of the capacity tests: one organization and site in a fresh database, racks with
-// power feeds, a cooling budget and an airflow, devices with their power figure, power port
-// count and airflow, placements through the booking write path (CreateBooking), and the budget
+// power feeds, a cooling budget, an airflow, power and weight budgets, devices with their power
+// figure, power port count, weight and airflow, placements through the booking write path (CreateBooking), and the budget
 // rows read by feed names. Configuration is written as the owner (the inventory's RPCs do not
 // carry feeds yet); bookings go through the services' role.
 #ifndef DCL_TESTS_CAPACITY_CAPACITY_WORLD_H_
@@ -27,11 +27,14 @@ class CapacityWorld : public Site {
 
   // A rack of 42 units; cooling_budget_watts 0 = none, airflow "" = none.
   std::string Rack(int cooling_budget_watts = 0, const std::string& airflow = "");
+  // A rack of 42 units with the rack's own power and weight budgets (0 = none).
+  std::string BudgetedRack(int power_budget_watts, int weight_budget_kg);
   // A power feed of the rack (NetBox's fields); returns its id.
   std::string Feed(const std::string& rack, const std::string& name, int voltage, int amperage,
                    const std::string& phase = "single-phase", int max_utilization = 80);
-  // A 1U half-depth device; power_watts / ports -1 = unknown, airflow "" = unknown.
-  std::string Device(int power_watts, int ports, const std::string& airflow = "front-to-rear");
+  // A 1U half-depth device; power_watts / ports / weight_kg -1 = unknown, airflow "" = unknown.
+  std::string Device(int power_watts, int ports, const std::string& airflow = "front-to-rear",
+                     int weight_kg = -1);
   // `count` such devices in one statement (front-to-rear), for the races.
   std::vector<std::string> Devices(int count, int power_watts, int ports);
 
@@ -44,6 +47,9 @@ class CapacityWorld : public Site {
   int64_t FeedUsed(const std::string& rack, const std::string& feed);
   int64_t LostUsed(const std::string& rack, const std::string& lost, const std::string& carrying);
   int64_t CoolingUsed(const std::string& rack);
+  // `used` / `allowance` / `unknown` of the rack's 'power' or 'weight' row; -1 when missing.
+  int64_t BudgetColumn(const std::string& rack, const std::string& dimension,
+                       const std::string& column = "used");
   // Rows of dcl_rack_budget_drift(): 0 when every row equals a recomputation.
   int64_t Drift();
 

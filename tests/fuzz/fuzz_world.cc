@@ -284,7 +284,9 @@ void SeedFullOrg(const testing::TestDatabase& db, SeededOrg& org) {
             "now() - interval '1 hour'", false, {"lapsed"});
 
   // Moves: in progress (device 'moving', a move hold at the destination), planned, cancelled.
-  const std::string moving = s.Device(site1, 1, "full", "moving", {"placed"});
+  // Devices booked into asc42, whose power and weight budgets the database enforces (0039),
+  // carry both figures.
+  const std::string moving = s.Device(site1, 1, "full", "moving", {"placed"}, 350, 20);
   const std::string moving_from = place(moving, "asc0-48", 3, 1, false, "front");
   const std::string moving_hold = s.Booking(site1, racks["asc42"], shapes["asc42"], "move_hold",
                                             moving, true, true, 30, 30, "NULL", false, {});
@@ -297,7 +299,7 @@ void SeedFullOrg(const testing::TestDatabase& db, SeededOrg& org) {
                 59, 60, "NULL", false, {});
   s.Move(planned, site1, racks["desc0-100"], planned_from, racks["desc0-100"], "front", 60,
          planned_hold, {"planned"});
-  const std::string stayed = s.Device(site1, 1, "full", "normal", {"placed"});
+  const std::string stayed = s.Device(site1, 1, "full", "normal", {"placed"}, 300, 20);
   const std::string stayed_at = place(stayed, "asc42", 12, 1, false, "front");
   const std::string stayed_hold = s.Booking(site1, racks["asc42"], shapes["asc42"], "move_hold",
                                             stayed, true, true, 14, 14, "NULL", true, {});

@@ -268,6 +268,23 @@ TEST_CASE("racks: geometry is validated, read back, and a geometry change that s
   grow.set_name("FRA1-A01b");
   grow.set_power_budget_watts(8000);
   v1::RackRecord grown;
+  // A power budget is decided by the database from then on (schema 0039): over a device whose
+  // power is unknown it is refused naming the device, and below the rack's load naming the load.
+  World::Call unknown = w.Invoke(&IS::UpdateRack, w.op, grow, &grown);
+  CHECK(DetailOf(unknown.status).reason() == v1::POWER_UNKNOWN);
+  CHECK(DetailOf(unknown.status).metadata().at("device_id") == device.id());
+  CHECK(DetailOf(unknown.status).metadata().at("missing") == "power_draw_watts");
+  w.db.Exec(absl::StrCat("UPDATE devices SET power_draw_watts = 450 WHERE id = '", device.id(),
+                         "'"));
+  grow.set_power_budget_watts(400);
+  World::Call below = w.Invoke(&IS::UpdateRack, w.op, grow, &grown);
+  CHECK(below.status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(DetailOf(below.status).reason() == v1::POWER_BUDGET_EXCEEDED);
+  CHECK(DetailOf(below.status).metadata().at("used_watts") == "450");
+  CHECK(below.status.error_message() ==
+        "rack FRA1-A01 already carries 450 W, more than a power budget of 400 W: release "
+        "bookings first, or budget at least that");
+  grow.set_power_budget_watts(8000);
   REQUIRE(w.Invoke(&IS::UpdateRack, w.op, grow, &grown).status.ok());
   CHECK(grown.geometry().unit_count() == 47);
   CHECK(grown.name() == "FRA1-A01b");

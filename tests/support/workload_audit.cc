@@ -89,6 +89,15 @@ void AuditInvariants(Reader& db, Report& report) {
        "move_events e WHERE e.move_id = m.id) IS DISTINCT FROM (SELECT array_agg(move_state "
        "ORDER BY id) FROM location_history l WHERE l.move_id = m.id AND l.event <> "
        "'correction')"},
+      // Capacity (schema 0038/0039): the rows' CHECKs say no row is ever over; the drift
+      // function recomputes every row from the active bookings, so a trigger that missed a
+      // booking, a release or a promotion anywhere in the workload shows here.
+      {"no rack budget carries more than it may",
+       "SELECT rack_id::text || ' ' || dimension || ' ' || key FROM rack_budgets "
+       "WHERE used > capacity + allowance"},
+      {"every rack budget row equals a recomputation from the active bookings",
+       "SELECT rack_id::text || ' ' || dimension || ' ' || key || ': ' || coalesce(used::text, "
+       "'missing') || ' vs ' || coalesce(expected::text, 'none') FROM dcl_rack_budget_drift()"},
       {"sweeper expiries after their deadline (database clock)",
        "SELECT id::text FROM reservations WHERE end_reason = 'expired_by_sweeper' AND ended_at "
        "< expires_at"},

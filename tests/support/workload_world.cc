@@ -20,6 +20,11 @@ Seeded Seed(const testing::TestDatabase& db, int clients, int sale_machines) {
     testing::RackSpec spec;
     spec.name = name;
     spec.unit_count = kRackUnits;
+    // Budgets the rack's units can never exceed (every unit a 450 W, 20 kg server): every
+    // booking changes the budget rows, which the audit recomputes, without a refusal the
+    // clients would have to tell apart.
+    spec.power_budget_watts = kRackUnits * 450;
+    spec.weight_budget_kg = kRackUnits * 20;
     return testing::CreateRack(db, world.org, world.dc_site, spec);
   };
   world.occupancy_racks = {rack("O1"), rack("O2")};
@@ -28,6 +33,8 @@ Seeded Seed(const testing::TestDatabase& db, int clients, int sale_machines) {
   for (int i = 1; i <= move_racks; ++i) world.move_racks.push_back(rack(absl::StrCat("M", i)));
   world.probe_rack = rack("P1");
   testing::DeviceSpec dell;
+  dell.power_draw_watts = 450;
+  dell.weight_kg = 20;
   // A small stock, so that holds meet NO_CAPACITY and the sweepers return lapsed ones.
   for (int i = 0; i < sale_machines; ++i)
     testing::CreateDevice(db, world.org, world.sale_site, dell);
