@@ -55,6 +55,16 @@ int DeviceRegister(Invocation& inv) {
   req.set_depth_class(depth);
   if (auto power = OptionalInt(FLAGS_power, "power")) req.set_power_draw_watts(*power);
   if (auto weight = OptionalInt(FLAGS_weight, "weight")) req.set_weight_kg(*weight);
+  if (auto ports = OptionalInt(FLAGS_power_ports, "power_ports")) req.set_power_port_count(*ports);
+  const std::string airflow = absl::GetFlag(FLAGS_airflow);
+  if (!airflow.empty()) {
+    v1::Airflow value;
+    if (!ParseAirflow(airflow, &value) || value == v1::AIRFLOW_UNSPECIFIED) {
+      throw UsageError("--airflow must be one of NetBox's airflows (front-to-rear, ...), not \"" +
+                       airflow + "\"");
+    }
+    req.set_airflow(value);
+  }
   req.set_initial_state(StateFlag(false));
   req.set_request_id(WriteRequestId());
   auto stub = InventoryStub(inv);
@@ -100,7 +110,8 @@ std::vector<Command> DeviceCommands() {
       {{"device", "show"}, "DEVICE_ID", "one device", 1, 1, Section::kInventory, DeviceShow},
       {{"device", "register"},
        "--site S --vendor V --model M --height U [--depth full|half|unknown] [--serial S] "
-       "[--profile P] [--power W] [--weight KG] [--state staging|normal] [--request_id T]",
+       "[--profile P] [--power W] [--weight KG] [--power_ports N] [--airflow A] "
+       "[--state staging|normal] [--request_id T]",
        "a new device, staging unless --state normal",
        0,
        0,

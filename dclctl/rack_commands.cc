@@ -1,5 +1,5 @@
 // dclctl's rack and site commands: elevations (text, SVG), capacity, racks and sites of the
-// inventory.
+// inventory, a rack's power feeds, budgets and airflow.
 #include "dclctl/command_groups.h"
 #include "dclctl/command_support.h"
 
@@ -31,8 +31,68 @@ int RackShow(Invocation& inv) {
     std::printf("wrote the elevation of rack %s to %s\n", rack.name().c_str(), svg_path.c_str());
   } else {
     PrintLines(RackElevationText(rack, labels));
+    // The rack's power feeds, as the inventory records them (the elevation does not carry
+    // them): what the capacity rules count each feed's load against. A server that serves no
+    // InventoryService (UNIMPLEMENTED) has none to show.
+    auto inventory = InventoryStub(inv);
+    v1::GetRackRequest record_req;
+    record_req.set_rack_id(inv.args[0]);
+    v1::RackRecord record;
+    auto record_context = MakeContext(inv.client, Service::kOccupancy);
+    const grpc::Status record_status =
+        inventory->GetRack(record_context.get(), record_req, &record);
+    if (record_status.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+      if (!record_status.ok()) return ReportFailure(inv, record_status);
+      PrintLines(PowerFeedsText(record));
+    }
   }
   return kExitOk;
+}
+
+int RackFeeds(Invocation& inv) {
+  v1::SetPowerFeedsRequest req;
+  req.set_rack_id(inv.args[0]);
+  const bool none = absl::GetFlag(FLAGS_none);
+  if (none == (inv.args.size() > 1)) {
+    throw UsageError("give the rack's feeds (NAME:VOLTSxAMPS[:3ph][:UTIL%] ...), or --none to "
+                     "remove them all");
+  }
+  for (size_t i = 1; i < inv.args.size(); ++i) {
+    std::string error;
+    if (!ParsePowerFeed(inv.args[i], req.add_feeds(), &error)) throw UsageError(error);
+  }
+  req.set_request_id(WriteRequestId());
+  auto stub = InventoryStub(inv);
+  return Write<v1::RackRecord>(
+      inv,
+      [&](grpc::ClientContext* c, v1::RackRecord* r) { return stub->SetPowerFeeds(c, req, r); },
+      RackRecordText);
+}
+
+int RackUpdate(Invocation& inv) {
+  v1::UpdateRackRequest req;
+  req.set_rack_id(inv.args[0]);
+  if (!absl::GetFlag(FLAGS_name).empty()) req.set_name(absl::GetFlag(FLAGS_name));
+  if (auto power = OptionalInt(FLAGS_power, "power")) req.set_power_budget_watts(*power);
+  if (auto weight = OptionalInt(FLAGS_weight, "weight")) req.set_weight_budget_kg(*weight);
+  if (auto cooling = OptionalInt(FLAGS_cooling, "cooling")) req.set_cooling_budget_watts(*cooling);
+  const std::string airflow = absl::GetFlag(FLAGS_airflow);
+  if (airflow == "none") {
+    req.set_airflow(v1::AIRFLOW_UNSPECIFIED);
+  } else if (!airflow.empty()) {
+    v1::Airflow value;
+    if (!ParseAirflow(airflow, &value) ||
+        (value != v1::AIRFLOW_FRONT_TO_REAR && value != v1::AIRFLOW_REAR_TO_FRONT)) {
+      throw UsageError("--airflow of a rack is front-to-rear, rear-to-front or none, not \"" +
+                       airflow + "\"");
+    }
+    req.set_airflow(value);
+  }
+  req.set_request_id(WriteRequestId());
+  auto stub = InventoryStub(inv);
+  return Write<v1::RackRecord>(
+      inv, [&](grpc::ClientContext* c, v1::RackRecord* r) { return stub->UpdateRack(c, req, r); },
+      RackRecordText);
 }
 
 int RackCapacity(Invocation& inv) {
@@ -153,6 +213,22 @@ std::vector<Command> RackCommands() {
        0,
        Section::kInventory,
        RackCreate},
+      {{"rack", "feeds"},
+       "RACK_ID NAME:VOLTSxAMPS[:3ph][:UTIL%] ... | RACK_ID --none [--request_id T]",
+       "makes the rack's power feeds exactly these (e.g. A:230x16 B:230x16), judged against its "
+       "load",
+       1,
+       33,  // the rack and up to 32 feeds (kMaxRackPowerFeeds; the server says so too)
+       Section::kInventory,
+       RackFeeds},
+      {{"rack", "update"},
+       "RACK_ID [--name N] [--power W] [--weight KG] [--cooling W] "
+       "[--airflow front-to-rear|rear-to-front|none] [--request_id T]",
+       "changes a rack's name, budgets or airflow (0: no budget), judged against its load",
+       1,
+       1,
+       Section::kInventory,
+       RackUpdate},
   };
 }
 

@@ -649,6 +649,20 @@ $$;
 
 
 --
+-- Name: dcl_power_feeds_judge(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_power_feeds_judge(p_rack uuid) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  SET CONSTRAINTS power_feeds_rebuild IMMEDIATE;
+  RETURN (SELECT count(*) FROM power_feeds WHERE rack_id = p_rack);
+END
+$$;
+
+
+--
 -- Name: dcl_power_feeds_rebuild(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2227,7 +2241,7 @@ CREATE TRIGGER organization_feature_settings_auth_changed AFTER INSERT OR DELETE
 -- Name: power_feeds power_feeds_rebuild; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER power_feeds_rebuild AFTER INSERT OR DELETE OR UPDATE ON public.power_feeds FOR EACH ROW EXECUTE FUNCTION public.dcl_power_feeds_rebuild();
+CREATE CONSTRAINT TRIGGER power_feeds_rebuild AFTER INSERT OR DELETE OR UPDATE ON public.power_feeds DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.dcl_power_feeds_rebuild();
 
 
 --
@@ -2510,6 +2524,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.bookings TO dcl_app;
 --
 
 GRANT ALL ON FUNCTION public.dcl_guarded_exec(stmt text, args text[], OUT returned text, OUT affected bigint, OUT violated_constraint text, OUT violated_sqlstate text) TO dcl_app;
+
+
+--
+-- Name: FUNCTION dcl_power_feeds_judge(p_rack uuid); Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON FUNCTION public.dcl_power_feeds_judge(p_rack uuid) TO dcl_app;
 
 
 --

@@ -61,6 +61,19 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const renamed = await operator.inventory.updateRack({ requestId: `rack-up-${unique}`, rackId: rack.id, name: "R1-renamed" });
   assert.equal(renamed.name, "R1-renamed");
   mark("InventoryService/UpdateRack");
+  // Feeds set and removed again: the devices placed below have no power port count, which a
+  // rack with feeds would refuse (POWER_PORTS_UNKNOWN).
+  const fed = await operator.inventory.setPowerFeeds({
+    requestId: `feeds-${unique}`,
+    rackId: rack.id,
+    feeds: [
+      { name: "A", voltage: 230, amperage: 16 },
+      { name: "B", voltage: 230, amperage: 16 },
+    ],
+  });
+  assert.deepEqual(fed.powerFeeds.map((f) => [f.name, Number(f.availableWatts)]), [["A", 2944], ["B", 2944]]);
+  assert.equal((await operator.inventory.setPowerFeeds({ rackId: rack.id, feeds: [] })).powerFeeds.length, 0);
+  mark("InventoryService/SetPowerFeeds");
   const register = (serial: string, vendor = "HPE") =>
     operator.inventory.registerDevice({
       requestId: `dev-${serial}-${unique}`,
@@ -244,7 +257,7 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const all = [InventoryService, OccupancyService, MoveService, ReservationService].flatMap((s) =>
     s.methods.map((m) => `${s.name}/${m.name}`),
   );
-  assert.equal(all.length, 40);
+  assert.equal(all.length, 41);
   assert.deepEqual(all.filter((name) => !called.has(name)), []);
 });
 

@@ -1,13 +1,16 @@
 #include "dclctl/format/cli_format.h"
 
 #include <google/protobuf/descriptor.h>
+#include <cstring>
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "google/rpc/status.pb.h"
 #include "dclctl/format/rack_elevation.h"
@@ -258,6 +261,68 @@ bool ParseDepthClass(const std::string& text, v1::DepthClass* depth) {
   return true;
 }
 
+bool ParseAirflow(const std::string& text, v1::Airflow* airflow) {
+  int value = 0;
+  if (!ParseEnum(v1::Airflow_descriptor(), "airflow_", text, &value)) return false;
+  *airflow = static_cast<v1::Airflow>(value);
+  return true;
+}
+
+std::string AirflowName(v1::Airflow airflow) {
+  if (airflow == v1::AIRFLOW_UNSPECIFIED) return "";
+  std::string name = absl::AsciiStrToLower(v1::Airflow_Name(airflow).substr(strlen("AIRFLOW_")));
+  absl::StrReplaceAll({{"_", "-"}}, &name);
+  return name;
+}
+
+bool ParsePowerFeed(const std::string& text, v1::PowerFeed* feed, std::string* error) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  auto fail = [&](const std::string& why) {
+    *error = absl::StrCat("feed \"", text, "\": ", why,
+                          " (NAME:VOLTSxAMPS[:3ph][:UTIL%], e.g. A:230x16)");
+    return false;
+  };
+  if (parts.size() < 2 || parts.size() > 4 || parts[0].empty()) return fail("not a feed");
+  std::string rating = absl::AsciiStrToLower(parts[1]);
+  absl::StrReplaceAll({{"v", ""}, {"a", ""}}, &rating);
+  const std::vector<std::string> va = absl::StrSplit(rating, 'x');
+  int voltage = 0, amperage = 0;
+  if (va.size() != 2 || !absl::SimpleAtoi(va[0], &voltage) || !absl::SimpleAtoi(va[1], &amperage)) {
+    return fail("the rating is VOLTSxAMPS");
+  }
+  feed->Clear();
+  feed->set_name(parts[0]);
+  feed->set_voltage(voltage);
+  feed->set_amperage(amperage);
+  feed->set_phase(v1::POWER_PHASE_SINGLE);
+  for (size_t i = 2; i < parts.size(); ++i) {
+    const std::string option = absl::AsciiStrToLower(parts[i]);
+    int utilization = 0;
+    if (option == "3ph" || option == "three-phase") {
+      feed->set_phase(v1::POWER_PHASE_THREE);
+    } else if (option == "1ph" || option == "single-phase") {
+      feed->set_phase(v1::POWER_PHASE_SINGLE);
+    } else if (absl::EndsWith(option, "%") &&
+               absl::SimpleAtoi(option.substr(0, option.size() - 1), &utilization)) {
+      feed->set_max_utilization(utilization);
+    } else {
+      return fail(absl::StrCat("unknown option \"", parts[i], "\""));
+    }
+  }
+  return true;
+}
+
+std::vector<std::string> PowerFeedsText(const v1::RackRecord& rack) {
+  std::vector<std::string> lines;
+  for (const v1::PowerFeed& f : rack.power_feeds()) {
+    lines.push_back(absl::StrCat(
+        "feed ", f.name(), ": ", f.voltage(), " V x ", f.amperage(), " A ",
+        f.phase() == v1::POWER_PHASE_THREE ? "three-phase" : "single-phase", " at ",
+        f.max_utilization(), " % = ", f.available_watts(), " W available"));
+  }
+  return lines;
+}
+
 bool ParseBookingKind(const std::string& text, v1::BookingKind* kind) {
   // The stored names (booking_kind.h), spelled as any enum value is here: any case, dashes or
   // spaces for underscores, with or without the enum's "booking_" prefix.
@@ -464,6 +529,11 @@ std::vector<std::string> RackRecordText(const v1::RackRecord& r) {
                     {"geometry", GeometryText(r.geometry())},
                     {"power budget", Budget(r.power_budget_watts(), "W")},
                     {"weight budget", Budget(r.weight_budget_kg(), "kg")},
+                    {"cooling budget", Budget(r.cooling_budget_watts(), "W")},
+                    {"airflow", Or(AirflowName(r.airflow()))},
+                    {"power feeds", r.power_feeds().empty()
+                                        ? "none"
+                                        : absl::StrJoin(PowerFeedsText(r), "; ")},
                     {"created", TimestampText(r.created_at())}});
 }
 
@@ -489,6 +559,8 @@ std::vector<std::string> DeviceText(const v1::Device& d) {
       {"state", d.decommissioned() ? "decommissioned" : ProcessStateName(d.process_state())},
       {"power draw", OptionalFigure(d.has_power_draw_watts(), d.power_draw_watts(), "W")},
       {"weight", OptionalFigure(d.has_weight_kg(), d.weight_kg(), "kg")},
+      {"power ports", d.has_power_port_count() ? absl::StrCat(d.power_port_count()) : "unknown"},
+      {"airflow", Or(AirflowName(d.airflow()))},
       {"created", TimestampText(d.created_at())},
   };
   if (d.decommissioned()) rows.push_back({"decommissioned", TimestampText(d.decommissioned_at())});

@@ -57,6 +57,12 @@ bool ParseReservationState(const std::string& text, v1::ReservationState* state)
 bool ParseBookingKind(const std::string& text, v1::BookingKind* kind);    // placement … move_hold
 bool ParseProcessState(const std::string& text, v1::ProcessState* state);  // normal, staging …
 bool ParseDepthClass(const std::string& text, v1::DepthClass* depth);      // full, half, unknown
+bool ParseAirflow(const std::string& text, v1::Airflow* airflow);         // front-to-rear …
+// A power feed as `dclctl rack feeds` takes it: NAME:VOLTSxAMPS[:3ph][:UTIL%], e.g. "A:230x16",
+// "B:400Vx32A:3ph:90%" (single-phase and 80 % unless said). false, with *error, otherwise.
+bool ParsePowerFeed(const std::string& text, v1::PowerFeed* feed, std::string* error);
+// "A 230 V x 16 A single-phase 80 % = 2944 W": one line per feed.
+std::vector<std::string> PowerFeedsText(const v1::RackRecord& rack);
 
 // "in_progress", "held", "front": an enum value as an operator types it.
 std::string MoveStateName(v1::MoveState state);
@@ -64,6 +70,7 @@ std::string ReservationStateName(v1::ReservationState state);
 std::string SideName(v1::Side side);
 std::string ProcessStateName(v1::ProcessState state);
 std::string DepthClassName(v1::DepthClass depth);
+std::string AirflowName(v1::Airflow airflow);  // "front-to-rear"; "" unspecified
 
 // "Dell R650 DL-0001": how a device is named on a rack's elevation (vendor, model, serial).
 std::string DeviceLabel(const v1::Device& device);

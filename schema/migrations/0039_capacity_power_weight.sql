@@ -515,3 +515,30 @@ $$;
 
 SELECT dcl_rack_budgets_adopt(id) FROM racks
  WHERE power_budget_watts IS NOT NULL OR weight_budget_kg IS NOT NULL;
+
+-- A rack's feeds are judged as a set, not row by row: 0038's trigger rebuilt the rack's rows
+-- after every row, so a set change written as several statements (InventoryService.
+-- SetPowerFeeds: upsert the named feeds, delete the others) was judged at its in-between states
+-- (a third feed inserted before the second one is deleted leaves a dual-PSU device without
+-- named feeds for a moment). Deferred, the rebuild runs at COMMIT, on the set as it ends; a
+-- writer that wants the refusal at a statement of its own (the service, to name the constraint
+-- in its answer) says SET CONSTRAINTS power_feeds_rebuild IMMEDIATE after its writes. Every
+-- queued row rebuilds the whole rack, so the last one decides; the earlier ones see the same
+-- end state.
+DROP TRIGGER power_feeds_rebuild ON power_feeds;
+CREATE CONSTRAINT TRIGGER power_feeds_rebuild
+  AFTER INSERT OR UPDATE OR DELETE ON power_feeds
+  DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION dcl_power_feeds_rebuild();
+
+-- The service's judgement of its feed writes at a statement of its own (dcl_guarded_exec runs
+-- one statement returning a value, and SET CONSTRAINTS returns none): fires the queued rebuilds
+-- now, so a refusal carries its constraint's name to the caller. Returns the rack's feed count.
+CREATE FUNCTION dcl_power_feeds_judge(p_rack uuid) RETURNS bigint
+LANGUAGE plpgsql AS $$
+BEGIN
+  SET CONSTRAINTS power_feeds_rebuild IMMEDIATE;
+  RETURN (SELECT count(*) FROM power_feeds WHERE rack_id = p_rack);
+END
+$$;
+GRANT EXECUTE ON FUNCTION dcl_power_feeds_judge(uuid) TO dcl_app;

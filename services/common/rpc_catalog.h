@@ -60,6 +60,7 @@ enum class Rpc : uint8_t {
   kInventoryGetRack,  // InventoryService.GetRack (OccupancyService.GetRack is kGetRack)
   kListRacks,
   kUpdateRack,
+  kSetPowerFeeds,
   kRegisterDevice,
   kRegisterDevices,
   kGetDevice,
@@ -118,6 +119,7 @@ inline constexpr std::array<RpcInfo, kRpcCount> kRpcTable = {{
     {Rpc::kInventoryGetRack, "/dcl.v1.InventoryService/GetRack", kOperator},
     {Rpc::kListRacks, "/dcl.v1.InventoryService/ListRacks", kOperator},
     {Rpc::kUpdateRack, "/dcl.v1.InventoryService/UpdateRack", kOperator},
+    {Rpc::kSetPowerFeeds, "/dcl.v1.InventoryService/SetPowerFeeds", kOperator},
     {Rpc::kRegisterDevice, "/dcl.v1.InventoryService/RegisterDevice", kOperator},
     {Rpc::kRegisterDevices, "/dcl.v1.InventoryService/RegisterDevices", kOperator},
     {Rpc::kGetDevice, "/dcl.v1.InventoryService/GetDevice", kOperator | kCommerce},

@@ -45,6 +45,13 @@ inline constexpr int64_t kMaxRackPowerWatts = 1000000;
 inline constexpr int64_t kMaxRackWeightKg = 100000;
 inline constexpr int64_t kMaxDevicePowerWatts = 100000;
 inline constexpr int64_t kMaxDeviceWeightKg = 10000;
+// A power feed's rating as the schema bounds it (power_feeds_voltage_valid, _amperage_valid),
+// a device's power ports (devices_power_port_count_valid), and the feeds of one rack: a rack
+// has two or four; 32 leaves room for any real one and keeps the N-1 rows (F x (F-1)) small.
+inline constexpr int64_t kMaxFeedVoltage = 1000;
+inline constexpr int64_t kMaxFeedAmperage = 1000;
+inline constexpr int64_t kMaxDevicePowerPorts = 16;
+inline constexpr int64_t kMaxRackPowerFeeds = 32;
 // Items of one batch write (RegisterDevices, PlaceDevices): one transaction holds the locks of
 // all of them until it commits, so a batch stays short.
 inline constexpr int64_t kMaxBatchItems = 500;
@@ -104,6 +111,13 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.ListRacksRequest", "page_size", 0, kMaxRequestedPageSize},
     {"dcl.v1.UpdateRackRequest", "power_budget_watts", 0, kMaxRackPowerWatts},
     {"dcl.v1.UpdateRackRequest", "weight_budget_kg", 0, kMaxRackWeightKg},
+    {"dcl.v1.UpdateRackRequest", "cooling_budget_watts", 0, kMaxRackPowerWatts},
+    {"dcl.v1.PowerFeed", "voltage", 1, kMaxFeedVoltage},
+    {"dcl.v1.PowerFeed", "amperage", 1, kMaxFeedAmperage},
+    {"dcl.v1.PowerFeed", "max_utilization", 0, 100},
+    {"dcl.v1.PowerFeed", "available_watts", 0, INT64_MAX},  // output only: ignored on input
+    {"dcl.v1.RegisterDeviceRequest", "power_port_count", 0, kMaxDevicePowerPorts},
+    {"dcl.v1.UpdateDeviceRequest", "power_port_count", 0, kMaxDevicePowerPorts},
     {"dcl.v1.RegisterDeviceRequest", "height_units", 1, kMaxDeviceHeightUnits},
     {"dcl.v1.RegisterDeviceRequest", "power_draw_watts", 0, kMaxDevicePowerWatts},
     {"dcl.v1.RegisterDeviceRequest", "weight_kg", 0, kMaxDeviceWeightKg},

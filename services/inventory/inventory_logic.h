@@ -17,6 +17,9 @@
 //  - Height or depth of a device with an active placement or move hold is not changed: those
 //    bookings' slots were derived from them. DEVICE_IN_USE naming the booking (release, change,
 //    place again). The device row lock orders it against the booking write path.
+//  - A rack's feeds, cooling budget and airflow are judged by the schema (0038/0039), which
+//    rebuilds the rack's budget rows from its active bookings under the rack row lock; the
+//    refusal's constraint name becomes the capacity reason (inventory_store.cc, CapacityRefusal).
 //  - Process state: staging <-> normal by operators. moving and in_transit belong to the move
 //    workflow: refused here as a target (INVALID_TRANSITION), and a device in them, or with an
 //    open move (which restores the state it froze when it ends), is not changed here
@@ -55,6 +58,10 @@ class InventoryLogic {
                          v1::ListRacksResponse* out);
   absl::Status UpdateRack(const Principal& p, const v1::UpdateRackRequest& req,
                           v1::RackRecord* out, bool* replayed);
+  // Makes the rack's feeds exactly req.feeds (by name), judged by the schema on the set as it
+  // ends; a set the rack's load refuses is FAILED_PRECONDITION with the capacity reason.
+  absl::Status SetPowerFeeds(const Principal& p, const v1::SetPowerFeedsRequest& req,
+                             v1::RackRecord* out, bool* replayed);
 
   absl::Status RegisterDevice(const Principal& p, const v1::RegisterDeviceRequest& req,
                               v1::Device* out, bool* replayed);

@@ -47,6 +47,14 @@ grpc::Status InventoryServiceImpl::UpdateRack(grpc::ServerContext* ctx, const v1
   });
 }
 
+grpc::Status InventoryServiceImpl::SetPowerFeeds(grpc::ServerContext* ctx,
+                                                const v1::SetPowerFeedsRequest* req,
+                                                v1::RackRecord* resp) {
+  return gate_.RunWrite(ctx, Rpc::kSetPowerFeeds, *req, [&](const Principal& p, bool* replayed) {
+    return logic_.SetPowerFeeds(p, *req, resp, replayed);
+  });
+}
+
 grpc::Status InventoryServiceImpl::RegisterDevice(grpc::ServerContext* ctx, const v1::RegisterDeviceRequest* req,
                                          v1::Device* resp) {
   return gate_.RunWrite(ctx, Rpc::kRegisterDevice, *req, [&](const Principal& p, bool* replayed) {

@@ -30,6 +30,8 @@ class InventoryServiceImpl final : public v1::InventoryService::Service {
                       v1::ListRacksResponse* resp) override;
   grpc::Status UpdateRack(grpc::ServerContext* ctx, const v1::UpdateRackRequest* req,
                       v1::RackRecord* resp) override;
+  grpc::Status SetPowerFeeds(grpc::ServerContext* ctx, const v1::SetPowerFeedsRequest* req,
+                             v1::RackRecord* resp) override;
   grpc::Status RegisterDevice(grpc::ServerContext* ctx, const v1::RegisterDeviceRequest* req,
                       v1::Device* resp) override;
   grpc::Status RegisterDevices(grpc::ServerContext* ctx, const v1::RegisterDevicesRequest* req,

@@ -62,7 +62,7 @@ const std::string& RackColumns() {
   static const std::string* columns = new std::string(
       absl::StrCat("r.id::text, r.site_id::text, r.name, r.first_unit, r.unit_count, r.numbering, "
                    "r.has_rear, r.power_budget_watts, r.weight_budget_kg, ",
-                   SqlMicros("r.created_at")));
+                   SqlMicros("r.created_at"), ", r.cooling_budget_watts, r.airflow"));
   return *columns;
 }
 constexpr int kRackCursorColumn = 9;
@@ -81,7 +81,33 @@ v1::RackRecord RackFromRow(const pqxx::row& row) {
   rack.set_power_budget_watts(row[7].is_null() ? 0 : row[7].as<int>());
   rack.set_weight_budget_kg(row[8].is_null() ? 0 : row[8].as<int>());
   SetTimestampFromMicros(row[9].as<int64_t>(), rack.mutable_created_at());
+  rack.set_cooling_budget_watts(row[10].is_null() ? 0 : row[10].as<int>());
+  rack.set_airflow(AirflowOf(Text(row[11])));
   return rack;
+}
+
+// Fills each rack's power_feeds (by name), one query for all of them.
+void AttachFeeds(pqxx::transaction_base& tx, const std::vector<v1::RackRecord*>& racks) {
+  if (racks.empty()) return;
+  std::vector<std::optional<std::string>> ids;
+  for (const v1::RackRecord* rack : racks) ids.push_back(rack->id());
+  pqxx::result rows = tx.exec_params(
+      "SELECT rack_id::text, name, voltage, amperage, phase, max_utilization, available_watts "
+      "FROM power_feeds WHERE rack_id = ANY ($1::uuid[]) ORDER BY rack_id, name",
+      TextArrayLiteral(ids));
+  for (const pqxx::row& row : rows) {
+    for (v1::RackRecord* rack : racks) {
+      if (rack->id() != row[0].as<std::string>()) continue;
+      v1::PowerFeed* feed = rack->add_power_feeds();
+      feed->set_name(row[1].as<std::string>());
+      feed->set_voltage(row[2].as<int>());
+      feed->set_amperage(row[3].as<int>());
+      feed->set_phase(row[4].as<std::string>() == "three-phase" ? v1::POWER_PHASE_THREE
+                                                                 : v1::POWER_PHASE_SINGLE);
+      feed->set_max_utilization(row[5].as<int>());
+      feed->set_available_watts(row[6].as<int64_t>());
+    }
+  }
 }
 
 std::vector<std::optional<std::string>> RackArgs(const std::string& org_id,
@@ -94,7 +120,9 @@ std::vector<std::optional<std::string>> RackArgs(const std::string& org_id,
           rack.geometry.numbering() == v1::NUMBERING_DESCENDING ? "descending" : "ascending",
           rack.geometry.has_rear() ? "true" : "false",
           std::to_string(rack.power_budget_watts),
-          std::to_string(rack.weight_budget_kg)};
+          std::to_string(rack.weight_budget_kg),
+          std::to_string(rack.cooling_budget_watts),
+          rack.airflow};
 }
 
 // A rack's new power or weight budget the bookings standing in it refuse (schema 0039: the
@@ -150,11 +178,124 @@ std::optional<absl::Status> BudgetBelowLoad(pqxx::transaction_base& tx, const st
                power ? v1::POWER_UNKNOWN : v1::WEIGHT_UNKNOWN,
                absl::StrCat("device ", device, " in rack ", rack_name, " has no ",
                             power ? "power" : "weight", " figure: set its ", field,
-                            " before budgeting the rack"))
+                            " before budgeting the rack or giving it feeds"))
       .Meta("rack_name", rack_name)
       .Meta("device_id", device)
       .Meta("missing", field)
       .status();
+}
+
+// What a device booking in the rack answers for a rule of the rack's new feeds, cooling budget
+// or airflow (schema 0038: the rebuild checks every booking as a new one would be): the first
+// device, in id order, that `condition` (over bookings b and devices d) finds.
+std::string DeviceInTheWay(pqxx::transaction_base& tx, const std::string& rack_id,
+                           const std::string& condition,
+                           const std::optional<std::string>& arg = std::nullopt) {
+  const std::string sql =
+      absl::StrCat("SELECT d.id::text FROM bookings b JOIN devices d ON d.id = b.device_id "
+                   "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+                   "AND b.kind IN ('placement', 'move_hold') AND (",
+                   condition, ") ORDER BY d.id LIMIT 1");
+  pqxx::result r = arg ? tx.exec_params(sql, rack_id, *arg) : tx.exec_params(sql, rack_id);
+  return r.empty() ? std::string() : Text(r[0][0]);
+}
+
+std::string RackName(pqxx::transaction_base& tx, const std::string& rack_id,
+                     const std::string& fallback) {
+  pqxx::result named = tx.exec_params("SELECT name FROM racks WHERE id = $1::uuid", rack_id);
+  return named.empty() ? fallback : Text(named[0][0]);
+}
+
+// The refusals of the rules a rack's feeds, cooling budget and airflow bring (schema 0038), by
+// the violated constraint's name; nullopt for a name that is none of them. `airflow` is the
+// rack's airflow as the refused change asked for it. The feed ratings (rack_feed_within_rating,
+// rack_feed_redundancy) are SetPowerFeeds' own (FeedOverRating): they need the feeds asked for.
+std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
+                                                 const std::string& rack_id,
+                                                 const std::string& rack_name,
+                                                 const std::string& name,
+                                                 const std::string& airflow, int cooling_budget,
+                                                 int feed_count) {
+  if (name == "rack_cooling_within_budget") {
+    pqxx::result r = tx.exec_params(
+        "SELECT coalesce(sum(coalesce(b.power_watts, d.power_draw_watts)), 0) FROM bookings b "
+        "LEFT JOIN devices d ON d.id = b.device_id WHERE b.rack_id = $1::uuid AND "
+        "b.released_at IS NULL AND ((b.kind IN ('placement', 'move_hold') AND b.device_id IS "
+        "NOT NULL) OR b.kind = 'reservation')",
+        rack_id);
+    const std::string load = r.empty() ? "?" : Text(r[0][0]);
+    return Error(absl::StatusCode::kFailedPrecondition, v1::COOLING_BUDGET_EXCEEDED,
+                 absl::StrCat("rack ", rack_name, " already makes ", load,
+                              " W of heat, more than a cooling budget of ", cooling_budget,
+                              " W: release bookings first, or budget at least that"))
+        .Meta("rack_name", rack_name)
+        .Meta("dimension", "cooling")
+        .Meta("used_watts", load)
+        .Meta("capacity_watts", std::to_string(cooling_budget))
+        .status();
+  }
+  if (name == "bookings_power_ports_known") {
+    const std::string device = DeviceInTheWay(tx, rack_id, "d.power_port_count IS NULL");
+    return Error(absl::StatusCode::kFailedPrecondition, v1::POWER_PORTS_UNKNOWN,
+                 absl::StrCat("device ", device, " in rack ", rack_name,
+                              " has no power port count: which feeds it loads is not known; set "
+                              "its power_port_count before giving the rack feeds"))
+        .Meta("rack_name", rack_name)
+        .Meta("device_id", device)
+        .Meta("missing", "power_port_count")
+        .status();
+  }
+  if (name == "bookings_feeds_named") {
+    const std::string device = DeviceInTheWay(
+        tx, rack_id,
+        "coalesce(b.power_ports, d.power_port_count) BETWEEN 1 AND $2::integer - 1 AND "
+        "(b.feed_ids IS NULL OR NOT b.feed_ids <@ ARRAY(SELECT id FROM power_feeds f "
+        "WHERE f.rack_id = b.rack_id) OR cardinality(b.feed_ids) <> "
+        "coalesce(b.power_ports, d.power_port_count))",
+        std::to_string(feed_count));
+    return Error(absl::StatusCode::kFailedPrecondition, v1::FEEDS_UNNAMED,
+                 absl::StrCat("device ", device, " in rack ", rack_name,
+                              " has fewer power ports than the rack would have feeds (",
+                              feed_count,
+                              "): which of them it hangs on is not known; place it again "
+                              "naming its feeds, or keep as many feeds as it has ports"))
+        .Meta("rack_name", rack_name)
+        .Meta("device_id", device)
+        .Meta("feed_count", std::to_string(feed_count))
+        .status();
+  }
+  if (name == "bookings_airflow_known") {
+    const std::string device =
+        DeviceInTheWay(tx, rack_id, "d.airflow IS NULL OR d.airflow = 'mixed'");
+    return Error(absl::StatusCode::kFailedPrecondition, v1::AIRFLOW_UNKNOWN,
+                 absl::StrCat("device ", device, " in rack ", rack_name,
+                              " has no single airflow: set its airflow before giving the rack "
+                              "one"))
+        .Meta("rack_name", rack_name)
+        .Meta("device_id", device)
+        .Meta("missing", "airflow")
+        .status();
+  }
+  if (name == "bookings_airflow_matches") {
+    const std::string device = DeviceInTheWay(
+        tx, rack_id,
+        "($2 = 'front-to-rear' AND d.airflow IN ('rear-to-front', 'rear-to-side')) OR "
+        "($2 = 'rear-to-front' AND d.airflow IN ('front-to-rear', 'side-to-rear'))",
+        airflow);
+    pqxx::result r =
+        tx.exec_params("SELECT airflow FROM devices WHERE id = nullif($1, '')::uuid", device);
+    const std::string device_airflow = r.empty() ? "" : Text(r[0][0]);
+    return Error(absl::StatusCode::kFailedPrecondition, v1::AIRFLOW_MISMATCH,
+                 absl::StrCat("device ", device, " in rack ", rack_name, " blows ",
+                              device_airflow, ", against a rack airflow of ", airflow,
+                              ": move it out first"))
+        .Meta("rack_name", rack_name)
+        .Meta("device_id", device)
+        .Meta("device_airflow", device_airflow)
+        .Meta("rack_airflow", airflow)
+        .status();
+  }
+  return std::nullopt;
 }
 
 absl::Status RackViolation(pqxx::transaction_base& tx, const std::string& org_id,
@@ -175,7 +316,8 @@ const std::string& DeviceColumns() {
   static const std::string* columns = new std::string(absl::StrCat(
       "d.id::text, d.site_id::text, d.vendor, d.model, d.hardware_profile, d.serial, "
       "d.height_units, d.depth_class, d.process_state, d.power_draw_watts, d.weight_kg, ",
-      SqlMicros("d.decommissioned_at"), ", ", SqlMicros("d.created_at")));
+      SqlMicros("d.decommissioned_at"), ", ", SqlMicros("d.created_at"),
+      ", d.power_port_count, d.airflow"));
   return *columns;
 }
 
@@ -206,6 +348,8 @@ DeviceRecord DeviceFromRow(const pqxx::row& row) {
   f.process_state = row[8].as<std::string>();
   if (!row[9].is_null()) f.power_draw_watts = row[9].as<int>();
   if (!row[10].is_null()) f.weight_kg = row[10].as<int>();
+  if (!row[13].is_null()) f.power_port_count = row[13].as<int>();
+  f.airflow = Text(row[14]);
 
   v1::Device& p = d.proto;
   p.set_id(row[0].as<std::string>());
@@ -219,6 +363,8 @@ DeviceRecord DeviceFromRow(const pqxx::row& row) {
   p.set_process_state(StateOf(f.process_state));
   if (f.power_draw_watts) p.set_power_draw_watts(*f.power_draw_watts);
   if (f.weight_kg) p.set_weight_kg(*f.weight_kg);
+  if (f.power_port_count) p.set_power_port_count(*f.power_port_count);
+  p.set_airflow(AirflowOf(f.airflow));
   if (!row[11].is_null()) {
     p.set_decommissioned(true);
     SetTimestampFromMicros(row[11].as<int64_t>(), p.mutable_decommissioned_at());
@@ -252,6 +398,30 @@ absl::StatusOr<v1::Device> Reread(pqxx::transaction_base& tx, const std::string&
 }
 
 }  // namespace
+
+std::string AirflowName(v1::Airflow airflow) {
+  switch (airflow) {
+    case v1::AIRFLOW_FRONT_TO_REAR: return "front-to-rear";
+    case v1::AIRFLOW_REAR_TO_FRONT: return "rear-to-front";
+    case v1::AIRFLOW_LEFT_TO_RIGHT: return "left-to-right";
+    case v1::AIRFLOW_RIGHT_TO_LEFT: return "right-to-left";
+    case v1::AIRFLOW_SIDE_TO_REAR: return "side-to-rear";
+    case v1::AIRFLOW_REAR_TO_SIDE: return "rear-to-side";
+    case v1::AIRFLOW_BOTTOM_TO_TOP: return "bottom-to-top";
+    case v1::AIRFLOW_TOP_TO_BOTTOM: return "top-to-bottom";
+    case v1::AIRFLOW_PASSIVE: return "passive";
+    case v1::AIRFLOW_MIXED: return "mixed";
+    default: return "";
+  }
+}
+
+v1::Airflow AirflowOf(const std::string& name) {
+  for (int i = v1::Airflow_MIN; i <= v1::Airflow_MAX; ++i) {
+    const v1::Airflow airflow = static_cast<v1::Airflow>(i);
+    if (v1::Airflow_IsValid(i) && !name.empty() && AirflowName(airflow) == name) return airflow;
+  }
+  return v1::AIRFLOW_UNSPECIFIED;
+}
 
 // ---- Sites ----
 
@@ -325,7 +495,9 @@ std::optional<v1::RackRecord> FindRack(pqxx::transaction_base& tx, const std::st
                    lock ? " FOR UPDATE" : ""),
       rack_id, org_id);
   if (r.empty()) return std::nullopt;
-  return RackFromRow(r[0]);
+  v1::RackRecord rack = RackFromRow(r[0]);
+  AttachFeeds(tx, {&rack});
+  return rack;
 }
 
 Page<v1::RackRecord> ListRacks(pqxx::transaction_base& tx, const std::string& org_id,
@@ -343,6 +515,9 @@ Page<v1::RackRecord> ListRacks(pqxx::transaction_base& tx, const std::string& or
     page.rows.push_back(RackFromRow(row));
     page.cursors.push_back({row[kRackCursorColumn].as<int64_t>(), row[0].as<std::string>()});
   }
+  std::vector<v1::RackRecord*> racks;
+  for (v1::RackRecord& rack : page.rows) racks.push_back(&rack);
+  AttachFeeds(tx, racks);
   return page;
 }
 
@@ -355,17 +530,135 @@ absl::StatusOr<v1::RackRecord> UpdateRack(pqxx::transaction_base& tx, const std:
       "UPDATE racks SET name = $1[3], first_unit = $1[4]::integer, unit_count = $1[5]::integer, "
       "numbering = $1[6], has_rear = $1[7]::boolean, "
       "power_budget_watts = nullif($1[8]::integer, 0), "
-      "weight_budget_kg = nullif($1[9]::integer, 0) "
-      "WHERE id = $1[10]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
+      "weight_budget_kg = nullif($1[9]::integer, 0), "
+      "cooling_budget_watts = nullif($1[10]::integer, 0), airflow = nullif($1[11], '') "
+      "WHERE id = $1[12]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
       args);
   if (result.violated()) {
     if (std::optional<absl::Status> refusal = BudgetBelowLoad(tx, rack_id, rack, result)) {
+      return *refusal;
+    }
+    pqxx::result feeds = tx.exec_params(
+        "SELECT count(*) FROM power_feeds WHERE rack_id = $1::uuid", rack_id);
+    if (std::optional<absl::Status> refusal = ConfigurationRefusal(
+            tx, rack_id, RackName(tx, rack_id, rack.name), result.violated_constraint,
+            rack.airflow, rack.cooling_budget_watts, feeds[0][0].as<int>())) {
       return *refusal;
     }
     return RackViolation(tx, org_id, rack, result);
   }
   std::optional<v1::RackRecord> stored = FindRack(tx, org_id, rack_id, false);
   if (!stored || result.affected == 0) return NotFound("rack", rack_id);
+  return *std::move(stored);
+}
+
+namespace {
+
+// Writes the feeds as one statement (upsert the named ones, delete the others): the rebuild is
+// deferred (power_feeds_rebuild), so nothing is judged here.
+GuardedResult WriteFeeds(pqxx::transaction_base& tx, const std::string& rack_id,
+                         const std::vector<FeedFields>& feeds) {
+  std::vector<std::optional<std::string>> names, voltages, amperages, phases, utilizations;
+  for (const FeedFields& f : feeds) {
+    names.push_back(f.name);
+    voltages.push_back(std::to_string(f.voltage));
+    amperages.push_back(std::to_string(f.amperage));
+    phases.push_back(f.phase);
+    utilizations.push_back(std::to_string(f.max_utilization));
+  }
+  return GuardedExec(
+      tx,
+      "WITH given AS (SELECT * FROM unnest($1[2]::text[], $1[3]::bigint[], $1[4]::bigint[], "
+      "$1[5]::text[], $1[6]::bigint[]) AS g(name, voltage, amperage, phase, max_utilization)), "
+      "up AS (INSERT INTO power_feeds (rack_id, name, voltage, amperage, phase, "
+      "max_utilization) SELECT $1[1]::uuid, name, voltage, amperage, phase, max_utilization "
+      "FROM given ON CONFLICT (rack_id, name) DO UPDATE SET voltage = excluded.voltage, "
+      "amperage = excluded.amperage, phase = excluded.phase, "
+      "max_utilization = excluded.max_utilization "
+      "WHERE (power_feeds.voltage, power_feeds.amperage, power_feeds.phase, "
+      "power_feeds.max_utilization) IS DISTINCT FROM (excluded.voltage, excluded.amperage, "
+      "excluded.phase, excluded.max_utilization) RETURNING 1), "
+      "gone AS (DELETE FROM power_feeds WHERE rack_id = $1[1]::uuid "
+      "AND name NOT IN (SELECT name FROM given) RETURNING 1) "
+      "SELECT ((SELECT count(*) FROM up) + (SELECT count(*) FROM gone))::text",
+      {rack_id, TextArrayLiteral(names), TextArrayLiteral(voltages), TextArrayLiteral(amperages),
+       TextArrayLiteral(phases), TextArrayLiteral(utilizations)});
+}
+
+// The feed a refused set leaves over its derated rating in normal operation
+// (POWER_BUDGET_EXCEEDED) or else, with another feed lost, over it (FEED_REDUNDANCY_LOST): read
+// from the rows the set calls for (dcl_rack_budgets_expected) with the set written again,
+// unjudged, in the caller's transaction, which rolls back. A set over both is answered by the
+// normal-operation one, whichever row the schema's rebuild happened to refuse first.
+absl::Status FeedOverRating(pqxx::transaction_base& tx, const std::string& rack_id,
+                            const std::string& rack_name, const std::vector<FeedFields>& feeds) {
+  WriteFeeds(tx, rack_id, feeds);
+  const bool lost = tx.exec_params1("SELECT NOT EXISTS (SELECT 1 FROM "
+                                    "dcl_rack_budgets_expected($1::uuid) e WHERE "
+                                    "e.dimension = 'feed' AND e.used > e.capacity)",
+                                    rack_id)[0]
+                        .as<bool>();
+  pqxx::result r = tx.exec_params(
+      "SELECT coalesce(l.name, ''), c.name, e.used, e.capacity "
+      "FROM dcl_rack_budgets_expected($1::uuid) e "
+      "JOIN power_feeds c ON c.id::text = CASE e.dimension WHEN 'feed' THEN e.key "
+      "ELSE split_part(e.key, '>', 2) END "
+      "LEFT JOIN power_feeds l ON e.dimension = 'feed_lost' AND l.id::text = split_part(e.key, "
+      "'>', 1) WHERE e.dimension = $2 AND e.used > e.capacity "
+      "ORDER BY e.used - e.capacity DESC, c.name, l.name LIMIT 1",
+      rack_id, lost ? "feed_lost" : "feed");
+  std::string feed, lost_feed, used = "?", capacity = "?";
+  if (!r.empty()) {
+    lost_feed = Text(r[0][0]);
+    feed = Text(r[0][1]);
+    used = Text(r[0][2]);
+    capacity = Text(r[0][3]);
+  }
+  Error error(absl::StatusCode::kFailedPrecondition,
+              lost ? v1::FEED_REDUNDANCY_LOST : v1::POWER_BUDGET_EXCEEDED,
+              absl::StrCat(lost ? absl::StrCat("with feed ", lost_feed, " lost, ") : "", "feed ",
+                           feed, " of rack ", rack_name, " would carry ", used,
+                           " W, more than its derated rating of ", capacity,
+                           " W: rate it higher, or release bookings first"));
+  error.Meta("rack_name", rack_name)
+      .Meta("dimension", lost ? "feed_lost" : "feed")
+      .Meta("feed", feed)
+      .Meta("used_watts", used)
+      .Meta("capacity_watts", capacity);
+  if (lost) error.Meta("lost_feed", lost_feed);
+  return error.status();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx,
+                                             const std::string& org_id,
+                                             const v1::RackRecord& rack,
+                                             const std::vector<FeedFields>& feeds) {
+  GuardedResult result = WriteFeeds(tx, rack.id(), feeds);
+  if (!result.violated()) {
+    // The set is judged here, as it ends, so that a refusal names its constraint.
+    result = GuardedExec(tx, "SELECT dcl_power_feeds_judge($1[1]::uuid)::text", {rack.id()});
+  }
+  if (result.violated()) {
+    const std::string& name = result.violated_constraint;
+    if (name == "rack_feed_within_rating" || name == "rack_feed_redundancy") {
+      return FeedOverRating(tx, rack.id(), rack.name(), feeds);
+    }
+    RackFields fields;
+    fields.name = rack.name();
+    if (std::optional<absl::Status> refusal = BudgetBelowLoad(tx, rack.id(), fields, result)) {
+      return *refusal;
+    }
+    if (std::optional<absl::Status> refusal = ConfigurationRefusal(
+            tx, rack.id(), rack.name(), name, AirflowName(rack.airflow()),
+            rack.cooling_budget_watts(), static_cast<int>(feeds.size()))) {
+      return *refusal;
+    }
+    return UnexpectedViolation("power feeds", result);
+  }
+  std::optional<v1::RackRecord> stored = FindRack(tx, org_id, rack.id(), false);
+  if (!stored) return NotFound("rack", rack.id());
   return *std::move(stored);
 }
 
@@ -399,13 +692,14 @@ absl::StatusOr<v1::Device> InsertDevice(pqxx::transaction_base& tx, const std::s
   GuardedResult result = GuardedExec(
       tx,
       "INSERT INTO devices (org_id, site_id, vendor, model, hardware_profile, serial, "
-      "height_units, depth_class, process_state, power_draw_watts, weight_kg) VALUES "
-      "($1[1]::uuid, $1[2]::uuid, $1[3], $1[4], $1[5], nullif($1[6], ''), $1[7]::integer, $1[8], "
-      "$1[9], $1[10]::integer, $1[11]::integer) RETURNING id::text",
+      "height_units, depth_class, process_state, power_draw_watts, weight_kg, power_port_count, "
+      "airflow) VALUES ($1[1]::uuid, $1[2]::uuid, $1[3], $1[4], $1[5], nullif($1[6], ''), "
+      "$1[7]::integer, $1[8], $1[9], $1[10]::integer, $1[11]::integer, $1[12]::integer, "
+      "nullif($1[13], '')) RETURNING id::text",
       {org_id, device.site_id, device.vendor, device.model, device.hardware_profile,
        device.serial, std::to_string(device.height_units), device.depth_class,
        device.process_state, OptionalInt(device.power_draw_watts),
-       OptionalInt(device.weight_kg)});
+       OptionalInt(device.weight_kg), OptionalInt(device.power_port_count), device.airflow});
   if (result.violated()) return DeviceViolation(tx, org_id, device, result);
   if (!result.returned) return Internal("the device insert returned no id");
   return Reread(tx, org_id, *result.returned);
@@ -452,11 +746,13 @@ absl::StatusOr<v1::Device> UpdateDevice(pqxx::transaction_base& tx, const std::s
       tx,
       "UPDATE devices SET vendor = $1[3], model = $1[4], hardware_profile = $1[5], "
       "serial = nullif($1[6], ''), height_units = $1[7]::integer, depth_class = $1[8], "
-      "power_draw_watts = $1[9]::integer, weight_kg = $1[10]::integer "
+      "power_draw_watts = $1[9]::integer, weight_kg = $1[10]::integer, "
+      "power_port_count = $1[11]::integer, airflow = nullif($1[12], '') "
       "WHERE id = $1[2]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
       {org_id, device_id, device.vendor, device.model, device.hardware_profile, device.serial,
        std::to_string(device.height_units), device.depth_class,
-       OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg)});
+       OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg),
+       OptionalInt(device.power_port_count), device.airflow});
   if (result.violated()) return DeviceViolation(tx, org_id, device, result);
   if (result.affected == 0) return NotFound("device", device_id);
   return Reread(tx, org_id, device_id);

@@ -43,6 +43,22 @@ struct RackFields {
   v1::RackGeometry geometry;
   int power_budget_watts = 0;  // 0 = NULL (no budget known)
   int weight_budget_kg = 0;
+  int cooling_budget_watts = 0;  // 0 = NULL (no cooling budget)
+  std::string airflow;           // "" = NULL (no airflow rule); else front-to-rear | rear-to-front
+};
+
+// NetBox's airflow names (schema devices_airflow_valid) for the proto's enum, both ways; ""
+// for AIRFLOW_UNSPECIFIED (NULL).
+std::string AirflowName(v1::Airflow airflow);
+v1::Airflow AirflowOf(const std::string& name);
+
+// One power feed as the request gives it (PowerFeed without available_watts).
+struct FeedFields {
+  std::string name;
+  int voltage = 0;
+  int amperage = 0;
+  std::string phase = "single-phase";  // single-phase | three-phase
+  int max_utilization = 80;
 };
 
 absl::StatusOr<v1::RackRecord> InsertRack(pqxx::transaction_base& tx, const std::string& org_id,
@@ -54,9 +70,18 @@ std::optional<v1::RackRecord> FindRack(pqxx::transaction_base& tx, const std::st
 Page<v1::RackRecord> ListRacks(pqxx::transaction_base& tx, const std::string& org_id,
                                const std::string& site_id, const std::optional<PageCursor>& after,
                                int limit);
-// Writes name, geometry and budgets of an existing rack (site unchanged).
+// Writes name, geometry, budgets and airflow of an existing rack (site unchanged). A budget
+// or airflow the rack's load refuses is FAILED_PRECONDITION with the capacity reason.
 absl::StatusOr<v1::RackRecord> UpdateRack(pqxx::transaction_base& tx, const std::string& org_id,
                                           const std::string& rack_id, const RackFields& rack);
+// Makes the rack's feeds exactly `feeds` (by name: update, insert, delete) and has the schema
+// judge the set as it ends (dcl_power_feeds_judge: the deferred rebuild fired at once). The
+// caller holds the rack FOR UPDATE. A set the load refuses is FAILED_PRECONDITION naming the
+// rack and the feed or device in the way; the caller's transaction must then roll back.
+absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx,
+                                             const std::string& org_id,
+                                             const v1::RackRecord& rack,
+                                             const std::vector<FeedFields>& feeds);
 
 // An active slot of a booking, with what occupies it.
 struct BookedSlot {
@@ -86,6 +111,8 @@ struct DeviceFields {
   std::string process_state = "staging";
   std::optional<int> power_draw_watts;  // nullopt = unknown
   std::optional<int> weight_kg;
+  std::optional<int> power_port_count;  // nullopt = unknown
+  std::string airflow;                  // "" = unknown (NULL)
 };
 
 struct DeviceRecord {

@@ -326,5 +326,54 @@ TEST_CASE("device register, set-state replayed, list, show; decommission refused
   CHECK(missing.exit == 3);
 }
 
+TEST_CASE("rack feeds, rack update and device register configure capacity; the rack's load "
+          "refuses what it cannot take, naming the feed or device") {
+  World w;
+  REQUIRE(Run(w, {"site", "create", "--name", "FRA1"}).exit == 0);
+  const std::string site_id = w.db.Scalar("SELECT id FROM sites WHERE name = 'FRA1'");
+  REQUIRE(Run(w, {"rack", "create", "--site", site_id, "--name", "R1", "--height", "12"}).exit ==
+          0);
+  const std::string rack_id = w.db.Scalar("SELECT id FROM racks WHERE name = 'R1'");
+
+  Result feeds = Run(w, {"rack", "feeds", rack_id, "A:230x16", "B:230Vx16A"});
+  INFO(feeds.out << feeds.err);
+  REQUIRE(feeds.exit == 0);
+  CHECK(absl::StrContains(feeds.out, "feed A: 230 V x 16 A single-phase at 80 % = 2944 W"));
+  CHECK(Count(w, "power_feeds") == "2");
+  CHECK(Run(w, {"rack", "feeds", rack_id, "A:230"}).exit == 2);  // not a rating
+  CHECK(Run(w, {"rack", "feeds", rack_id}).exit == 2);           // nothing, and no --none
+
+  Result registered = Run(w, {"device", "register", "--site", site_id, "--vendor", "Dell",
+                              "--model", "R650", "--height", "1", "--depth", "half", "--serial",
+                              "DL-1", "--power", "1500", "--power_ports", "2", "--airflow",
+                              "front-to-rear", "--state", "normal"});
+  INFO(registered.out << registered.err);
+  REQUIRE(registered.exit == 0);
+  CHECK(absl::StrContains(registered.out, "power ports       2"));
+  CHECK(absl::StrContains(registered.out, "airflow           front-to-rear"));
+  const std::string device = w.db.Scalar("SELECT id FROM devices WHERE serial = 'DL-1'");
+  REQUIRE(Run(w, {"place", "--rack", rack_id, "--device", device, "--side", "front", "--unit",
+                  "3"})
+              .exit == 0);
+
+  // 230 V x 4 A x 80 % = 736 W, below A's 750 W share.
+  Result lowered = Run(w, {"rack", "feeds", rack_id, "A:230x4", "B:230x16"});
+  CHECK(lowered.exit == 4);
+  CHECK(absl::StrContains(lowered.err, "feed A of rack R1"));
+  Result opposite = Run(w, {"rack", "update", rack_id, "--airflow", "rear-to-front"});
+  CHECK(opposite.exit == 4);
+  CHECK(absl::StrContains(opposite.err, device));
+  Result cooled = Run(w, {"rack", "update", rack_id, "--airflow", "front-to-rear", "--cooling",
+                          "4000"});
+  INFO(cooled.err);
+  CHECK(cooled.exit == 0);
+  CHECK(absl::StrContains(cooled.out, "cooling budget  4000 W"));
+  Result shown = Run(w, {"rack", "show", rack_id});
+  CHECK(absl::StrContains(shown.out, "feed B: 230 V x 16 A single-phase at 80 % = 2944 W"));
+  Result removed = Run(w, {"rack", "feeds", rack_id, "--none"});
+  CHECK(removed.exit == 0);
+  CHECK(Count(w, "power_feeds") == "0");
+}
+
 }  // namespace
 }  // namespace dcl

@@ -383,5 +383,33 @@ TEST_CASE("writes around the write path: an overcommitting insert is refused by 
   CHECK(w.Drift() == 1);
 }
 
+TEST_CASE("a rack's feeds changed in several statements are judged as a set at COMMIT, or at "
+          "SET CONSTRAINTS IMMEDIATE, not at the states in between") {
+  CapacityWorld w;
+  const std::string rack = w.Rack(2000);
+  w.Feed(rack, "A", 230, 16);
+  w.Feed(rack, "B", 230, 16);
+  REQUIRE(w.Place(rack, w.Device(450, 2), 1).ok());
+  pqxx::connection c(w.db.service_url());
+  // B replaced by C: with A, B and C the dual PSUs would have no named feeds, but only for the
+  // moment between the two statements.
+  {
+    pqxx::work tx(c);
+    tx.exec(absl::StrCat("INSERT INTO power_feeds (rack_id, name, voltage, amperage) VALUES ('",
+                         rack, "', 'C', 230, 16)"));
+    tx.exec(absl::StrCat("DELETE FROM power_feeds WHERE rack_id = '", rack, "' AND name = 'B'"));
+    tx.commit();
+  }
+  CHECK(w.db.Scalar(absl::StrCat("SELECT string_agg(name, ',' ORDER BY name) FROM power_feeds "
+                                 "WHERE rack_id = '",
+                                 rack, "'")) == "A,C");
+  CHECK(w.Drift() == 0);
+  // A third feed that stays is refused, at the statement that asks for the judgement.
+  pqxx::work tx(c);
+  tx.exec(absl::StrCat("INSERT INTO power_feeds (rack_id, name, voltage, amperage) VALUES ('",
+                       rack, "', 'D', 230, 16)"));
+  CHECK_THROWS_AS(tx.exec("SET CONSTRAINTS power_feeds_rebuild IMMEDIATE"), pqxx::check_violation);
+}
+
 }  // namespace
 }  // namespace dcl::testing

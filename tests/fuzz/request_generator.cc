@@ -138,6 +138,12 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
         R"(request_id: "{key}" rack_id: "{rack}"
            geometry { first_unit: {int:0..3} unit_count: {int:1..48}
                       numbering: {enum:dcl.v1.Numbering} has_rear: {bool} })"}},
+      {"dcl.v1.InventoryService.SetPowerFeeds",
+       {R"(request_id: "{key}" rack_id: "{rack}"
+           feeds { name: "A" voltage: {int:1..400} amperage: {int:1..63}
+                   phase: {enum:dcl.v1.PowerPhase} max_utilization: {int:0..100} }
+           feeds { name: "B" voltage: {int:1..400} amperage: {int:1..63} })",
+        R"(request_id: "{key}" rack_id: "{rack}")"}},
       {"dcl.v1.InventoryService.RegisterDevice",
        {R"(request_id: "{key}" site_id: "{site}" vendor: "Dell" model: "R650"
            height_units: {int:1..4} depth_class: {enum:dcl.v1.DepthClass}

@@ -291,6 +291,12 @@ std::map<Rpc, Call> Calls() {
     r.set_name("renamed");
     return Unary<v1::UpdateRackRequest, v1::RackRecord>(*s.inventory, &IS::UpdateRack, t, r);
   };
+  calls[Rpc::kSetPowerFeeds] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
+    v1::SetPowerFeedsRequest r;
+    r.set_request_id(request_id);
+    r.set_rack_id(ids.rack);
+    return Unary<v1::SetPowerFeedsRequest, v1::RackRecord>(*s.inventory, &IS::SetPowerFeeds, t, r);
+  };
   calls[Rpc::kRegisterDevice] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::RegisterDeviceRequest r;
     r.set_request_id(request_id);
