@@ -125,68 +125,8 @@ std::vector<std::optional<std::string>> RackArgs(const std::string& org_id,
           rack.airflow};
 }
 
-// A rack's new power or weight budget the bookings standing in it refuse (schema 0039: the
-// rebuild of its budget rows judges every booking as a new one would be): a budget below the
-// load, or a device there whose figure the budget needs is unknown. Names the rack's load or
-// the device, so that the person budgeting the rack sees what stands in it.
-std::optional<absl::Status> BudgetBelowLoad(pqxx::transaction_base& tx, const std::string& rack_id,
-                                            const RackFields& rack, const GuardedResult& result) {
-  const std::string& name = result.violated_constraint;
-  if (name != "rack_power_within_budget" && name != "rack_weight_within_budget" &&
-      name != "bookings_power_known" && name != "bookings_weight_known") {
-    return std::nullopt;
-  }
-  // The rack's name as it stands (the refused update may have renamed it).
-  pqxx::result named = tx.exec_params("SELECT name FROM racks WHERE id = $1::uuid", rack_id);
-  const std::string rack_name = named.empty() ? rack.name : Text(named[0][0]);
-  if (name == "rack_power_within_budget" || name == "rack_weight_within_budget") {
-    const bool power = name == "rack_power_within_budget";
-    const std::string unit = power ? "W" : "kg";
-    const int budget = power ? rack.power_budget_watts : rack.weight_budget_kg;
-    // The rack's load as the rebuild counted it: a device booking's fixed figure, or its
-    // device's where the rack had no budget when it was booked; a reservation's own.
-    pqxx::result r = tx.exec_params(
-        absl::StrCat("SELECT coalesce(sum(coalesce(b.", power ? "power_watts" : "weight_kg",
-                     ", d.", power ? "power_draw_watts" : "weight_kg",
-                     ")), 0) FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
-                     "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL AND "
-                     "((b.kind IN ('placement', 'move_hold') AND b.device_id IS NOT NULL) "
-                     "OR b.kind = 'reservation')"),
-        rack_id);
-    const std::string load = r.empty() ? "?" : Text(r[0][0]);
-    return Error(absl::StatusCode::kFailedPrecondition,
-                 power ? v1::POWER_BUDGET_EXCEEDED : v1::WEIGHT_BUDGET_EXCEEDED,
-                 absl::StrCat("rack ", rack_name, " already carries ", load, " ", unit,
-                              ", more than a ", power ? "power" : "weight", " budget of ", budget,
-                              " ", unit, ": release bookings first, or budget at least that"))
-        .Meta("rack_name", rack_name)
-        .Meta("dimension", power ? "power" : "weight")
-        .Meta(power ? "used_watts" : "used_kg", load)
-        .Meta(power ? "capacity_watts" : "capacity_kg", std::to_string(budget))
-        .status();
-  }
-  const bool power = name == "bookings_power_known";
-  const std::string field = power ? "power_draw_watts" : "weight_kg";
-  pqxx::result r = tx.exec_params(
-      absl::StrCat("SELECT d.id::text FROM bookings b JOIN devices d ON d.id = b.device_id "
-                   "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
-                   "AND b.kind IN ('placement', 'move_hold') AND d.",
-                   field, " IS NULL ORDER BY d.id LIMIT 1"),
-      rack_id);
-  const std::string device = r.empty() ? "" : Text(r[0][0]);
-  return Error(absl::StatusCode::kFailedPrecondition,
-               power ? v1::POWER_UNKNOWN : v1::WEIGHT_UNKNOWN,
-               absl::StrCat("device ", device, " in rack ", rack_name, " has no ",
-                            power ? "power" : "weight", " figure: set its ", field,
-                            " before budgeting the rack or giving it feeds"))
-      .Meta("rack_name", rack_name)
-      .Meta("device_id", device)
-      .Meta("missing", field)
-      .status();
-}
-
-// What a device booking in the rack answers for a rule of the rack's new feeds, cooling budget
-// or airflow (schema 0038: the rebuild checks every booking as a new one would be): the first
+// What a device booking in the rack answers for a rule of the rack's new budgets, feeds or
+// airflow (schema 0038, 0039: the rebuild checks every booking as a new one would be): the first
 // device, in id order, that `condition` (over bookings b and devices d) finds.
 std::string DeviceInTheWay(pqxx::transaction_base& tx, const std::string& rack_id,
                            const std::string& condition,
@@ -206,6 +146,65 @@ std::string RackName(pqxx::transaction_base& tx, const std::string& rack_id,
   return named.empty() ? fallback : Text(named[0][0]);
 }
 
+// A rack's load in one dimension as a rebuild of its rows counts it: a device booking's fixed
+// figure, or its device's where the rack had no budget when it was booked; a reservation's own.
+// `booking_column` / `device_column` name the figure ("power_watts" / "power_draw_watts").
+std::string RackLoad(pqxx::transaction_base& tx, const std::string& rack_id,
+                     const std::string& booking_column, const std::string& device_column) {
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT coalesce(sum(coalesce(b.", booking_column, ", d.", device_column,
+                   ")), 0) FROM bookings b LEFT JOIN devices d ON d.id = b.device_id "
+                   "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL AND "
+                   "((b.kind IN ('placement', 'move_hold') AND b.device_id IS NOT NULL) "
+                   "OR b.kind = 'reservation')"),
+      rack_id);
+  return r.empty() ? "?" : Text(r[0][0]);
+}
+
+// A rack's new power or weight budget the bookings standing in it refuse (schema 0039: the
+// rebuild of its budget rows judges every booking as a new one would be): a budget below the
+// load, or a device there whose figure the budget needs is unknown. Names the rack's load or
+// the device, so that the person budgeting the rack sees what stands in it.
+std::optional<absl::Status> BudgetBelowLoad(pqxx::transaction_base& tx, const std::string& rack_id,
+                                            const RackFields& rack, const GuardedResult& result) {
+  const std::string& name = result.violated_constraint;
+  if (name != "rack_power_within_budget" && name != "rack_weight_within_budget" &&
+      name != "bookings_power_known" && name != "bookings_weight_known") {
+    return std::nullopt;
+  }
+  // The rack's name as it stands (the refused update may have renamed it).
+  const std::string rack_name = RackName(tx, rack_id, rack.name);
+  if (name == "rack_power_within_budget" || name == "rack_weight_within_budget") {
+    const bool power = name == "rack_power_within_budget";
+    const std::string unit = power ? "W" : "kg";
+    const int budget = power ? rack.power_budget_watts : rack.weight_budget_kg;
+    const std::string load = power ? RackLoad(tx, rack_id, "power_watts", "power_draw_watts")
+                                   : RackLoad(tx, rack_id, "weight_kg", "weight_kg");
+    return Error(absl::StatusCode::kFailedPrecondition,
+                 power ? v1::POWER_BUDGET_EXCEEDED : v1::WEIGHT_BUDGET_EXCEEDED,
+                 absl::StrCat("rack ", rack_name, " already carries ", load, " ", unit,
+                              ", more than a ", power ? "power" : "weight", " budget of ", budget,
+                              " ", unit, ": release bookings first, or budget at least that"))
+        .Meta("rack_name", rack_name)
+        .Meta("dimension", power ? "power" : "weight")
+        .Meta(power ? "used_watts" : "used_kg", load)
+        .Meta(power ? "capacity_watts" : "capacity_kg", std::to_string(budget))
+        .status();
+  }
+  const bool power = name == "bookings_power_known";
+  const std::string field = power ? "power_draw_watts" : "weight_kg";
+  const std::string device = DeviceInTheWay(tx, rack_id, absl::StrCat("d.", field, " IS NULL"));
+  return Error(absl::StatusCode::kFailedPrecondition,
+               power ? v1::POWER_UNKNOWN : v1::WEIGHT_UNKNOWN,
+               absl::StrCat("device ", device, " in rack ", rack_name, " has no ",
+                            power ? "power" : "weight", " figure: set its ", field,
+                            " before budgeting the rack or giving it feeds"))
+      .Meta("rack_name", rack_name)
+      .Meta("device_id", device)
+      .Meta("missing", field)
+      .status();
+}
+
 // The refusals of the rules a rack's feeds, cooling budget and airflow bring (schema 0038), by
 // the violated constraint's name; nullopt for a name that is none of them. `airflow` is the
 // rack's airflow as the refused change asked for it. The feed ratings (rack_feed_within_rating,
@@ -217,13 +216,8 @@ std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
                                                  const std::string& airflow, int cooling_budget,
                                                  int feed_count) {
   if (name == "rack_cooling_within_budget") {
-    pqxx::result r = tx.exec_params(
-        "SELECT coalesce(sum(coalesce(b.power_watts, d.power_draw_watts)), 0) FROM bookings b "
-        "LEFT JOIN devices d ON d.id = b.device_id WHERE b.rack_id = $1::uuid AND "
-        "b.released_at IS NULL AND ((b.kind IN ('placement', 'move_hold') AND b.device_id IS "
-        "NOT NULL) OR b.kind = 'reservation')",
-        rack_id);
-    const std::string load = r.empty() ? "?" : Text(r[0][0]);
+    // Heat is the power figure (0038).
+    const std::string load = RackLoad(tx, rack_id, "power_watts", "power_draw_watts");
     return Error(absl::StatusCode::kFailedPrecondition, v1::COOLING_BUDGET_EXCEEDED,
                  absl::StrCat("rack ", rack_name, " already makes ", load,
                               " W of heat, more than a cooling budget of ", cooling_budget,

@@ -35,6 +35,28 @@ constexpr int kServerWatts = 450;
 
 enum class Budget { kPower, kRedundancy, kCooling, kRackPower };
 
+// A round's outcomes: how many won, and the refusals counted by "CODE REASON", with their
+// summary as the round's line prints it (" 27 FAILED_PRECONDITION POWER_BUDGET_EXCEEDED").
+struct Tally {
+  int won = 0;
+  std::map<std::string, int> refusals;
+  std::string summary;
+};
+
+Tally Count(const std::vector<absl::Status>& outcomes) {
+  Tally t;
+  for (const absl::Status& s : outcomes) {
+    if (s.ok()) {
+      ++t.won;
+    } else {
+      ++t.refusals[absl::StrCat(absl::StatusCodeToString(s.code()), " ",
+                                v1::Reason_Name(ReasonOf(s)))];
+    }
+  }
+  for (const auto& [what, n] : t.refusals) absl::StrAppend(&t.summary, " ", n, " ", what);
+  return t;
+}
+
 void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
   CapacityWorld w;
   std::vector<std::unique_ptr<DbPool>> pools;
@@ -58,18 +80,10 @@ void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
     }
     for (std::thread& t : threads) t.join();
 
-    int won = 0;
-    std::map<std::string, int> refusals;
-    for (const absl::Status& s : outcomes) {
-      if (s.ok()) {
-        ++won;
-      } else {
-        ++refusals[absl::StrCat(absl::StatusCodeToString(s.code()), " ",
-                                v1::Reason_Name(ReasonOf(s)))];
-      }
-    }
-    std::string summary;
-    for (const auto& [what, n] : refusals) absl::StrAppend(&summary, " ", n, " ", what);
+    Tally tally = Count(outcomes);
+    const int won = tally.won;
+    std::map<std::string, int>& refusals = tally.refusals;
+    const std::string& summary = tally.summary;
     std::printf("%s round %d: %d placed,%s\n", label, round, won, summary.c_str());
     std::fflush(stdout);
     INFO(label << " round " << round << ": " << won << " placed," << summary);
@@ -179,20 +193,14 @@ TEST_CASE("32 mixed bookings race for a rack power budget of 5: placements, rese
     }
     for (std::thread& t : threads) t.join();
 
-    int won = 0;
-    std::map<std::string, int> refusals;
+    Tally tally = Count(outcomes);
+    const int won = tally.won;
+    std::map<std::string, int>& refusals = tally.refusals;
+    const std::string& summary = tally.summary;
     std::map<int, int> won_by_kind;
     for (int i = 0; i < kContenders; ++i) {
-      if (outcomes[i].ok()) {
-        ++won;
-        ++won_by_kind[i % 4];
-      } else {
-        ++refusals[absl::StrCat(absl::StatusCodeToString(outcomes[i].code()), " ",
-                                v1::Reason_Name(ReasonOf(outcomes[i])))];
-      }
+      if (outcomes[i].ok()) ++won_by_kind[i % 4];
     }
-    std::string summary;
-    for (const auto& [what, n] : refusals) absl::StrAppend(&summary, " ", n, " ", what);
     std::printf("mixed round %d: %d won (placements %d, reservations %d, move holds %d, "
                 "promotions %d),%s\n",
                 round, won, won_by_kind[0], won_by_kind[1], won_by_kind[2], won_by_kind[3],
