@@ -1,8 +1,9 @@
 #include "dclctl/format/cli_format.h"
 
 #include <google/protobuf/descriptor.h>
-#include <cstring>
 #include <google/protobuf/util/json_util.h>
+
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -12,9 +13,9 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "google/rpc/status.pb.h"
 #include "dclctl/format/rack_elevation.h"
 #include "dclctl/format/text_table.h"
+#include "google/rpc/status.pb.h"
 #include "services/common/booking_kind.h"
 #include "services/common/grpc_status.h"
 
@@ -182,8 +183,8 @@ std::vector<std::string> DetailLines(const v1::ErrorDetail& detail) {
 
 std::vector<std::string> DescribeError(const grpc::Status& status) {
   const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
-  std::string head = absl::StrCat(FailureKind(status.error_code()), " (",
-                                   CodeName(status.error_code()));
+  std::string head =
+      absl::StrCat(FailureKind(status.error_code()), " (", CodeName(status.error_code()));
   if (detail && detail->reason() != v1::REASON_UNSPECIFIED) {
     absl::StrAppend(&head, ", ", v1::Reason_Name(detail->reason()));
   }
@@ -315,10 +316,10 @@ bool ParsePowerFeed(const std::string& text, v1::PowerFeed* feed, std::string* e
 std::vector<std::string> PowerFeedsText(const v1::RackRecord& rack) {
   std::vector<std::string> lines;
   for (const v1::PowerFeed& f : rack.power_feeds()) {
-    lines.push_back(absl::StrCat(
-        "feed ", f.name(), ": ", f.voltage(), " V x ", f.amperage(), " A ",
-        f.phase() == v1::POWER_PHASE_THREE ? "three-phase" : "single-phase", " at ",
-        f.max_utilization(), " % = ", f.available_watts(), " W available"));
+    lines.push_back(
+        absl::StrCat("feed ", f.name(), ": ", f.voltage(), " V x ", f.amperage(), " A ",
+                     f.phase() == v1::POWER_PHASE_THREE ? "three-phase" : "single-phase", " at ",
+                     f.max_utilization(), " % = ", f.available_watts(), " W available"));
   }
   return lines;
 }
@@ -367,11 +368,11 @@ std::vector<std::string> BookingText(const v1::Booking& b) {
   if (!b.device_id().empty()) rows.push_back({"device", b.device_id()});
   if (b.has_expires_at()) rows.push_back({"expires", TimestampText(b.expires_at())});
   if (!b.reason().empty()) rows.push_back({"reason", b.reason()});
-  rows.push_back({"created", absl::StrCat(TimestampText(b.created_at()), " by ",
-                                          Or(b.created_by()))});
+  rows.push_back(
+      {"created", absl::StrCat(TimestampText(b.created_at()), " by ", Or(b.created_by()))});
   if (b.has_released_at()) {
-    rows.push_back({"released", absl::StrCat(TimestampText(b.released_at()), " by ",
-                                             Or(b.released_by()))});
+    rows.push_back(
+        {"released", absl::StrCat(TimestampText(b.released_at()), " by ", Or(b.released_by()))});
   }
   return KeyValues(rows);
 }
@@ -387,6 +388,25 @@ std::string Dimension(const v1::CapacityDimension& d, const char* unit) {
     absl::StrAppend(&text, " (", d.items_with_unknown_value(),
                     " device(s) of unknown value not counted)");
   }
+  if (d.load_unknown()) {
+    absl::StrAppend(&text, "; load unknown: takes nothing more until those figures are set");
+  } else if (d.allowance() > 0) {
+    absl::StrAppend(&text, "; stood ", d.allowance(), " ", unit,
+                    " over before the budget was enforced: takes releases only");
+  }
+  return text;
+}
+
+// "A: 230 V x 32 A three-phase at 80 %, 10196 W available, 900 W used; B lost: 1800 W;
+// N-1 headroom 8396 W".
+std::string FeedText(const v1::FeedCapacity& f) {
+  std::string text = absl::StrCat(f.voltage(), " V x ", f.amperage(), " A ", f.phase(), " at ",
+                                  f.max_utilization_percent(), " %, ", f.available_watts(),
+                                  " W available, ", f.used_watts(), " W used");
+  for (const v1::FeedLoss& loss : f.if_lost()) {
+    absl::StrAppend(&text, "; ", loss.lost_feed(), " lost: ", loss.carried_watts(), " W");
+  }
+  absl::StrAppend(&text, "; N-1 headroom ", f.headroom_watts(), " W");
   return text;
 }
 
@@ -399,15 +419,20 @@ std::vector<std::string> CapacityText(const v1::RackCapacity& c) {
       {"free rear units", c.has_rear() ? absl::StrCat(c.free_rear_units()) : "- (open frame)"},
       {"power", Dimension(c.power_watts(), "W")},
       {"weight", Dimension(c.weight_kg(), "kg")},
+      {"heat", Dimension(c.cooling_watts(), "W")},
+      {"airflow",
+       c.airflow().empty() ? "- (none set: no device refused for its airflow)" : c.airflow()},
   };
+  if (c.feeds().empty()) rows.push_back({"power feeds", "- (none recorded)"});
+  for (const v1::FeedCapacity& f : c.feeds()) rows.push_back({"feed " + f.name(), FeedText(f)});
   return KeyValues(rows);
 }
 
 std::vector<std::string> PlanText(const v1::PlanBookingResponse& plan) {
   if (plan.ok()) return {"would claim: " + DescribeSlotRanges(Slots(plan.slots()))};
-  std::vector<std::string> lines = {absl::StrCat(
-      "would be refused (", v1::Reason_Name(plan.rejection().reason()), "): ",
-      Or(plan.rejection().message(), "no message"))};
+  std::vector<std::string> lines = {
+      absl::StrCat("would be refused (", v1::Reason_Name(plan.rejection().reason()),
+                   "): ", Or(plan.rejection().message(), "no message"))};
   for (std::string& line : DetailLines(plan.rejection())) lines.push_back(std::move(line));
   return lines;
 }
@@ -497,8 +522,8 @@ std::string DeviceLabel(const v1::Device& d) {
 }
 
 std::vector<std::string> SiteText(const v1::Site& site) {
-  return KeyValues({{"site", site.id()}, {"name", site.name()},
-                    {"created", TimestampText(site.created_at())}});
+  return KeyValues(
+      {{"site", site.id()}, {"name", site.name()}, {"created", TimestampText(site.created_at())}});
 }
 
 std::vector<std::string> SitesTable(const v1::ListSitesResponse& list) {
@@ -523,18 +548,17 @@ std::string OptionalFigure(bool has, int value, const char* unit) {
 }  // namespace
 
 std::vector<std::string> RackRecordText(const v1::RackRecord& r) {
-  return KeyValues({{"rack", r.id()},
-                    {"name", r.name()},
-                    {"site", r.site_id()},
-                    {"geometry", GeometryText(r.geometry())},
-                    {"power budget", Budget(r.power_budget_watts(), "W")},
-                    {"weight budget", Budget(r.weight_budget_kg(), "kg")},
-                    {"cooling budget", Budget(r.cooling_budget_watts(), "W")},
-                    {"airflow", Or(AirflowName(r.airflow()))},
-                    {"power feeds", r.power_feeds().empty()
-                                        ? "none"
-                                        : absl::StrJoin(PowerFeedsText(r), "; ")},
-                    {"created", TimestampText(r.created_at())}});
+  return KeyValues(
+      {{"rack", r.id()},
+       {"name", r.name()},
+       {"site", r.site_id()},
+       {"geometry", GeometryText(r.geometry())},
+       {"power budget", Budget(r.power_budget_watts(), "W")},
+       {"weight budget", Budget(r.weight_budget_kg(), "kg")},
+       {"cooling budget", Budget(r.cooling_budget_watts(), "W")},
+       {"airflow", Or(AirflowName(r.airflow()))},
+       {"power feeds", r.power_feeds().empty() ? "none" : absl::StrJoin(PowerFeedsText(r), "; ")},
+       {"created", TimestampText(r.created_at())}});
 }
 
 std::vector<std::string> RacksTable(const v1::ListRacksResponse& list) {

@@ -105,10 +105,10 @@ Spot FindSpot(const RackState& s, const DeliveryItem& item, v1::Side wanted, Fit
         if (length >= item.height) {
           Spot spot{true, mode, run_start, length - item.height};
           const bool better =
-              !best.found || (fit == Fit::kFirst
-                                  ? spot.low < best.low
-                                  : (spot.slack != best.slack ? spot.slack < best.slack
-                                                              : spot.low < best.low));
+              !best.found ||
+              (fit == Fit::kFirst
+                   ? spot.low < best.low
+                   : (spot.slack != best.slack ? spot.slack < best.slack : spot.low < best.low));
           if (better) best = spot;
           if (fit == Fit::kFirst) break;  // the first run that fits is this mode's lowest
         }
@@ -131,8 +131,32 @@ bool WeightTakes(const RackState& s, const DeliveryItem& item, const DeliveryCon
                      s.weight_used, ItemWeight(item), c.weight_headroom_kg);
 }
 
+// Heat is the power figures' sum judged by the cooling budget (no headroom is asked of it).
+bool CoolingTakes(const RackState& s, const DeliveryItem& item) {
+  const DeliveryRack& r = *s.rack;
+  return BudgetTakes(r.cooling_budget_watts, r.cooling_allowance_watts, false, s.power_used,
+                     ItemPower(item), 0);
+}
+
+// Why a registered device's airflow keeps it out of the rack (0038's bookings_airflow_known,
+// bookings_airflow_matches); "" when it does not. A spec's item is judged at promotion.
+std::string AirflowRefusal(const DeliveryRack& r, const DeliveryItem& item) {
+  if (r.airflow.empty() || item.device_id.empty()) return "";
+  if (item.airflow.empty() || item.airflow == "mixed") {
+    return absl::StrCat("airflow ", r.airflow, ", the device's is not known (",
+                        item.airflow.empty() ? "unset" : item.airflow, ")");
+  }
+  const bool opposes = (r.airflow == "front-to-rear" &&
+                        (item.airflow == "rear-to-front" || item.airflow == "rear-to-side")) ||
+                       (r.airflow == "rear-to-front" &&
+                        (item.airflow == "front-to-rear" || item.airflow == "side-to-rear"));
+  if (!opposes) return "";
+  return absl::StrCat("airflow ", r.airflow, ", the device blows ", item.airflow);
+}
+
 bool BudgetsAllow(const RackState& s, const DeliveryItem& item, const DeliveryConstraints& c) {
-  return PowerTakes(s, item, c) && WeightTakes(s, item, c);
+  return PowerTakes(s, item, c) && WeightTakes(s, item, c) && CoolingTakes(s, item) &&
+         AirflowRefusal(*s.rack, item).empty();
 }
 
 bool CapAllows(const RackState& s, const DeliveryConstraints& c) {
@@ -147,7 +171,8 @@ PlannedItem Commit(RackState& s, const DeliveryItem& item, int index, const Spot
   p.side = spot.mode.hangs_on;
   // The anchor is the device's lowest rack unit: the bottom of its units physically, which is
   // the highest number in a descending rack (rack_plan.h).
-  p.anchor_unit = g.descending ? g.first_unit + spot.low + item.height - 1 : g.first_unit + spot.low;
+  p.anchor_unit =
+      g.descending ? g.first_unit + spot.low + item.height - 1 : g.first_unit + spot.low;
   for (int i = spot.low; i < spot.low + item.height; ++i) {
     if (spot.mode.front) {
       s.front[i] = 1;
@@ -264,8 +289,8 @@ std::string OverBudget(const char* dimension, const char* unit, int64_t used, in
 }
 
 // Why `item` fits nowhere in `s`, one rack's part of the answer: "R101: units free, power ...".
-std::string RackReason(const RackState& s, const DeliveryItem& item,
-                       const DeliveryConstraints& c, const std::string& together_in) {
+std::string RackReason(const RackState& s, const DeliveryItem& item, const DeliveryConstraints& c,
+                       const std::string& together_in) {
   const DeliveryRack& r = *s.rack;
   std::string label = r.name.empty() ? r.id : r.name;
   if (!together_in.empty() && together_in != r.id) {
@@ -280,8 +305,8 @@ std::string RackReason(const RackState& s, const DeliveryItem& item,
   if (modes.empty()) {
     parts.push_back("no rear side (open frame)");
   } else if (!FindSpot(s, item, c.side, Fit::kFirst).found) {
-    parts.push_back(absl::StrCat("no ", item.height, " contiguous units free on ",
-                                 SidesText(modes)));
+    parts.push_back(
+        absl::StrCat("no ", item.height, " contiguous units free on ", SidesText(modes)));
   } else {
     parts.push_back("units free");
   }
@@ -294,6 +319,13 @@ std::string RackReason(const RackState& s, const DeliveryItem& item,
     parts.push_back(OverBudget("weight", "kg", s.weight_used, *r.weight_budget_kg,
                                r.weight_allowance_kg, r.weight_load_unknown, c.weight_headroom_kg,
                                ItemWeight(item)));
+  }
+  if (!CoolingTakes(s, item)) {
+    parts.push_back(OverBudget("cooling", "W", s.power_used, *r.cooling_budget_watts,
+                               r.cooling_allowance_watts, false, 0, ItemPower(item)));
+  }
+  if (std::string airflow = AirflowRefusal(r, item); !airflow.empty()) {
+    parts.push_back(std::move(airflow));
   }
   return absl::StrCat(label, ": ", absl::StrJoin(parts, ", "));
 }
@@ -332,14 +364,16 @@ bool BudgetTakes(std::optional<int64_t> budget, int64_t allowance, bool load_unk
 
 bool RackTakes(const DeliveryRack& rack, std::optional<int64_t> power_watts,
                std::optional<int64_t> weight_kg, bool device) {
-  if (device &&
-      ((rack.power_budget_watts && !power_watts) || (rack.weight_budget_kg && !weight_kg))) {
+  if (device && (((rack.power_budget_watts || rack.cooling_budget_watts) && !power_watts) ||
+                 (rack.weight_budget_kg && !weight_kg))) {
     return false;
   }
   return BudgetTakes(rack.power_budget_watts, rack.power_allowance_watts, rack.power_load_unknown,
                      KnownSum(rack.power), power_watts.value_or(0), 0) &&
          BudgetTakes(rack.weight_budget_kg, rack.weight_allowance_kg, rack.weight_load_unknown,
-                     KnownSum(rack.weight), weight_kg.value_or(0), 0);
+                     KnownSum(rack.weight), weight_kg.value_or(0), 0) &&
+         BudgetTakes(rack.cooling_budget_watts, rack.cooling_allowance_watts, false,
+                     KnownSum(rack.power), power_watts.value_or(0), 0);
 }
 
 std::string Thousands(int64_t value) {
@@ -426,11 +460,14 @@ DeliveryPlan PlanDelivery(const std::vector<DeliveryRack>& racks,
                    s.power_used);
     v.weight = View(r.weight_budget_kg, r.weight_allowance_kg, r.weight_load_unknown, r.weight,
                     s.weight_used);
+    v.cooling =
+        View(r.cooling_budget_watts, r.cooling_allowance_watts, false, r.power, s.power_used);
     for (const PlannedItem& p : plan.planned) {
       if (p.rack_id != r.id) continue;
       const DeliveryItem& item = items[p.item];
       if (!item.power_watts) {
         v.power.unknown.push_back(absl::StrCat("item ", item.name, " (units only)"));
+        v.cooling.unknown.push_back(absl::StrCat("item ", item.name, " (units only)"));
       }
       if (!item.weight_kg) {
         v.weight.unknown.push_back(absl::StrCat("item ", item.name, " (units only)"));

@@ -15,6 +15,12 @@
 //    listed by name. A device booked before the budget was decided, without the figure, leaves
 //    the rack's load unknown: the database refuses every addition there, and so does the plan.
 //    A rack without a budget for a dimension is not limited in it (the answer says so).
+//  * Heat: the same power figures against the rack's cooling budget (0038's cooling row).
+//  * Airflow: a registered device whose airflow opposes the rack's, or is not known (unset or
+//    mixed), goes to no rack with an airflow: its promotion would be refused (AIRFLOW_MISMATCH,
+//    AIRFLOW_UNKNOWN). An item of a spec has no airflow yet and is judged when it is promoted.
+//    Feeds are not planned: a reservation hangs on no feed (its device's ports are not known
+//    until it is promoted, which the feed rows then judge).
 //  * Constraints: the allowed racks (in the order given; all racks otherwise), keep together
 //    (every item in one rack) or at most N items per rack, a side for half-depth items.
 //  * Order and choice: several deterministic strategies run — first-fit decreasing by height,
@@ -60,6 +66,9 @@ struct DeliveryRack {
   // stays at most this much over) and whether their load is unknown (every addition refused).
   int64_t power_allowance_watts = 0;
   int64_t weight_allowance_kg = 0;
+  std::optional<int64_t> cooling_budget_watts;  // heat: counted with the power figures
+  int64_t cooling_allowance_watts = 0;
+  std::string airflow;  // "" none recorded: no airflow rule
   bool power_load_unknown = false;
   bool weight_load_unknown = false;
 };
@@ -72,6 +81,7 @@ struct DeliveryItem {
   v1::DepthClass depth = v1::DEPTH_UNKNOWN;
   std::optional<int64_t> power_watts;
   std::optional<int64_t> weight_kg;
+  std::string airflow;  // a registered device's ("" unknown); a spec's item has none
 };
 
 struct DeliveryConstraints {
@@ -111,6 +121,7 @@ struct RackView {
   int items_planned = 0;
   DimensionView power;
   DimensionView weight;
+  DimensionView cooling;
 };
 
 struct UnplacedItem {
@@ -119,10 +130,10 @@ struct UnplacedItem {
 };
 
 struct DeliveryPlan {
-  std::vector<PlannedItem> planned;   // in item order
-  std::vector<RackView> racks;        // the allowed racks, in order
-  std::vector<UnplacedItem> unplaced; // in item order
-  std::string strategy;               // which strategy's plan this is
+  std::vector<PlannedItem> planned;    // in item order
+  std::vector<RackView> racks;         // the allowed racks, in order
+  std::vector<UnplacedItem> unplaced;  // in item order
+  std::string strategy;                // which strategy's plan this is
 };
 
 // Whether one more booking adding `amount` (0: a figure it does not have) fits one dimension
@@ -132,10 +143,11 @@ struct DeliveryPlan {
 bool BudgetTakes(std::optional<int64_t> budget, int64_t allowance, bool load_unknown, int64_t used,
                  int64_t amount, int64_t headroom);
 
-// Whether the rack's power and weight budgets take one more booking with these figures as the
-// database judges it now (BudgetTakes per dimension, no headroom): a reservation, whose missing
-// figure adds 0, or a device booking (`device`), which on a rack with a budget for a dimension
-// needs that figure (bookings_power_known, bookings_weight_known). Units are not looked at.
+// Whether the rack's power, weight and cooling budgets take one more booking with these figures
+// as the database judges it now (BudgetTakes per dimension, no headroom): a reservation, whose
+// missing figure adds 0, or a device booking (`device`), which on a rack with a power or cooling
+// budget needs the power figure and with a weight budget the weight (bookings_power_known,
+// bookings_weight_known). Units, feeds and airflow are not looked at.
 bool RackTakes(const DeliveryRack& rack, std::optional<int64_t> power_watts,
                std::optional<int64_t> weight_kg, bool device);
 

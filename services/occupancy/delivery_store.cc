@@ -34,7 +34,8 @@ absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_ba
   for (const auto& row : ExecCached(
            tx,
            "SELECT id::text, name, first_unit, unit_count, numbering, has_rear, "
-           "power_budget_watts, weight_budget_kg FROM racks "
+           "power_budget_watts, weight_budget_kg, cooling_budget_watts, coalesce(airflow, '') "
+           "FROM racks "
            "WHERE site_id = $1::uuid AND org_id = $2::uuid ORDER BY name, id",
            site_id, org_id)) {
     DeliveryRack r;
@@ -46,20 +47,21 @@ absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_ba
     r.geometry.has_rear = row[5].as<bool>();
     r.power_budget_watts = OptionalInt(row[6]);
     r.weight_budget_kg = OptionalInt(row[7]);
+    r.cooling_budget_watts = OptionalInt(row[8]);
+    r.airflow = row[9].as<std::string>();
     index[r.id] = racks.size();
     racks.push_back(std::move(r));
   }
   // Every active slot of the site's racks, one row per slot.
-  for (const auto& row : ExecCached(
-           tx,
-           "SELECT s.rack_id::text, s.side, s.unit FROM booking_slots s "
-           "JOIN racks r ON r.id = s.rack_id "
-           "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND s.released_at IS NULL",
-           site_id, org_id)) {
+  for (const auto& row :
+       ExecCached(tx,
+                  "SELECT s.rack_id::text, s.side, s.unit FROM booking_slots s "
+                  "JOIN racks r ON r.id = s.rack_id "
+                  "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND s.released_at IS NULL",
+                  site_id, org_id)) {
     auto it = index.find(row[0].as<std::string>());
     if (it == index.end()) continue;
-    racks[it->second].occupied.push_back(
-        {ParseSide(row[1].as<std::string>()), row[2].as<int>()});
+    racks[it->second].occupied.push_back({ParseSide(row[1].as<std::string>()), row[2].as<int>()});
   }
   // The budget rows the database judges an addition by (schema 0039): allowance and unknown.
   std::set<std::string> has_rows;
@@ -79,6 +81,8 @@ absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_ba
     } else if (dimension == "weight") {
       r.weight_allowance_kg = row[2].as<int64_t>();
       r.weight_load_unknown = row[3].as<int64_t>() > 0;
+    } else if (dimension == "cooling") {
+      r.cooling_allowance_watts = row[2].as<int64_t>();
     }
   }
   // Every active booking with the figures it counts (HeldFigures), placements first.
@@ -141,7 +145,8 @@ absl::StatusOr<std::vector<DeliveryItem>> LoadDeliveryDevices(
   pqxx::result r = tx.exec_params(
       "SELECT d.id::text, d.site_id::text, d.height_units, d.depth_class, d.power_draw_watts, "
       "d.weight_kg, d.decommissioned_at IS NOT NULL, EXISTS (SELECT 1 FROM bookings b "
-      "WHERE b.device_id = d.id AND b.kind = 'placement' AND b.released_at IS NULL) "
+      "WHERE b.device_id = d.id AND b.kind = 'placement' AND b.released_at IS NULL), "
+      "coalesce(d.airflow, '') "
       "FROM devices d WHERE d.id = ANY($1::uuid[]) AND d.org_id = $2::uuid",
       TextArrayLiteral(ids), org_id);
   for (const auto& row : r) rows.emplace(row[0].as<std::string>(), row);
@@ -174,6 +179,7 @@ absl::StatusOr<std::vector<DeliveryItem>> LoadDeliveryDevices(
     item.depth = ParseDepth(row[3].as<std::string>());
     item.power_watts = OptionalInt(row[4]);
     item.weight_kg = OptionalInt(row[5]);
+    item.airflow = row[8].as<std::string>();
     items.push_back(std::move(item));
   }
   return items;

@@ -1,5 +1,6 @@
 #include "services/occupancy/occupancy_logic.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -109,6 +110,28 @@ absl::Status OccupancyLogic::GetRackCapacity(const Principal& p,
                 &HeldItem::power_watts, "power", out->mutable_power_watts());
   FillDimension(load->weight_budget_kg, load->weight_row, load->has_budget_rows, load->held,
                 &HeldItem::weight_kg, "weight", out->mutable_weight_kg());
+  // Heat is the allocated draw: the power figures, judged by the cooling budget.
+  FillDimension(load->cooling_budget_watts, load->cooling_row, load->has_budget_rows, load->held,
+                &HeldItem::power_watts, "power", out->mutable_cooling_watts());
+  out->set_airflow(load->airflow);
+  for (const FeedLoad& f : load->feeds) {
+    v1::FeedCapacity* feed = out->add_feeds();
+    feed->set_name(f.name);
+    feed->set_voltage(f.voltage);
+    feed->set_amperage(f.amperage);
+    feed->set_phase(f.phase);
+    feed->set_max_utilization_percent(f.max_utilization_percent);
+    feed->set_available_watts(f.available_watts);
+    feed->set_used_watts(f.used_watts);
+    int64_t most = f.used_watts;
+    for (const auto& [lost, carried] : f.carried_if_lost) {
+      v1::FeedLoss* loss = feed->add_if_lost();
+      loss->set_lost_feed(lost);
+      loss->set_carried_watts(carried);
+      most = std::max(most, carried);
+    }
+    feed->set_headroom_watts(f.available_watts - most);
+  }
   return absl::OkStatus();
 }
 
@@ -182,14 +205,14 @@ absl::StatusOr<v1::Booking> PlaceInTransaction(pqxx::transaction_base& tx, const
 
 absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
                                          v1::Booking* out, bool* replayed) {
-  return request_ledger::TransactOnce(
-      pool_, p.org_id, Rpc::kPlaceDevice, req.request_id(), req, out, replayed,
-      [&](pqxx::work& tx) -> absl::Status {
-        absl::StatusOr<v1::Booking> booking = PlaceInTransaction(tx, p, req);
-        if (!booking.ok()) return booking.status();
-        *out = *std::move(booking);
-        return absl::OkStatus();
-      });
+  return request_ledger::TransactOnce(pool_, p.org_id, Rpc::kPlaceDevice, req.request_id(), req,
+                                      out, replayed, [&](pqxx::work& tx) -> absl::Status {
+                                        absl::StatusOr<v1::Booking> booking =
+                                            PlaceInTransaction(tx, p, req);
+                                        if (!booking.ok()) return booking.status();
+                                        *out = *std::move(booking);
+                                        return absl::OkStatus();
+                                      });
 }
 
 // All or none, in one transaction, rather than a result per item: a caller that reads only

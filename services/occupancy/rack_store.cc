@@ -1,5 +1,6 @@
 #include "services/occupancy/rack_store.h"
 
+#include <map>
 #include <utility>
 
 #include "services/common/db.h"
@@ -81,7 +82,8 @@ absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::str
                  "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
                  "     AND s.released_at IS NULL AND s.side = 'front'), "
                  "  (SELECT count(*) FROM booking_slots s WHERE s.rack_id = r.id "
-                 "     AND s.released_at IS NULL AND s.side = 'rear') "
+                 "     AND s.released_at IS NULL AND s.side = 'rear'), "
+                 "  r.cooling_budget_watts, coalesce(r.airflow, '') "
                  "FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
                  rack_id, org_id);
   if (r.empty()) return NotFound("rack", rack_id);
@@ -93,6 +95,8 @@ absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::str
   load.weight_budget_kg = OptionalInt(row[3]);
   load.taken_front_units = row[4].as<int>();
   load.taken_rear_units = row[5].as<int>();
+  load.cooling_budget_watts = OptionalInt(row[6]);
+  load.airflow = row[7].as<std::string>();
 
   for (const auto& b : ExecCached(tx,
                                   "SELECT dimension, allowance, unknown FROM rack_budgets "
@@ -103,6 +107,43 @@ absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::str
     const BudgetRow row{b[1].as<int64_t>(), b[2].as<int64_t>()};
     if (dimension == "power") load.power_row = row;
     if (dimension == "weight") load.weight_row = row;
+    if (dimension == "cooling") load.cooling_row = row;
+  }
+  // The feeds and their rows: 'feed' keyed by the feed's id, 'feed_lost' by "lost>carrying".
+  // A row missing reads 0 (the audit, dcl_rack_budget_drift, reports it).
+  std::map<std::string, size_t> feed_index;
+  for (const auto& f : ExecCached(
+           tx,
+           "SELECT f.name, f.voltage, f.amperage, f.phase, f.max_utilization, f.available_watts, "
+           "coalesce(b.used, 0) FROM power_feeds f LEFT JOIN rack_budgets b "
+           "ON b.rack_id = f.rack_id AND b.dimension = 'feed' AND b.key = f.id::text "
+           "WHERE f.rack_id = $1::uuid ORDER BY f.name",
+           rack_id)) {
+    FeedLoad feed;
+    feed.name = f[0].as<std::string>();
+    feed.voltage = f[1].as<int64_t>();
+    feed.amperage = f[2].as<int64_t>();
+    feed.phase = f[3].as<std::string>();
+    feed.max_utilization_percent = f[4].as<int>();
+    feed.available_watts = f[5].as<int64_t>();
+    feed.used_watts = f[6].as<int64_t>();
+    feed_index[feed.name] = load.feeds.size();
+    load.feeds.push_back(std::move(feed));
+  }
+  if (!load.feeds.empty()) {
+    for (const auto& l : ExecCached(
+             tx,
+             "SELECT c.name, l.name, coalesce(b.used, 0) FROM power_feeds c "
+             "JOIN power_feeds l ON l.rack_id = c.rack_id AND l.id <> c.id "
+             "LEFT JOIN rack_budgets b ON b.rack_id = c.rack_id AND b.dimension = 'feed_lost' "
+             "AND b.key = l.id::text || '>' || c.id::text "
+             "WHERE c.rack_id = $1::uuid ORDER BY c.name, l.name",
+             rack_id)) {
+      auto it = feed_index.find(l[0].as<std::string>());
+      if (it == feed_index.end()) continue;  // a feed added since the first read
+      load.feeds[it->second].carried_if_lost.emplace_back(l[1].as<std::string>(),
+                                                          l[2].as<int64_t>());
+    }
   }
   pqxx::result held = ExecCached(
       tx,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,17 +55,34 @@ struct BudgetRow {
   int64_t unknown = 0;    // device bookings counted without the figure: every addition refused
 };
 
+// One power feed with its rows (schema 0038): its load with every feed up, and with each other
+// feed lost.
+struct FeedLoad {
+  std::string name;
+  int64_t voltage = 0;
+  int64_t amperage = 0;
+  std::string phase;
+  int max_utilization_percent = 0;
+  int64_t available_watts = 0;
+  int64_t used_watts = 0;
+  std::vector<std::pair<std::string, int64_t>> carried_if_lost;  // lost feed's name, load
+};
+
 // What a rack's capacity is computed from, read in one snapshot.
 struct RackLoad {
   int unit_count = 0;
   bool has_rear = false;
   std::optional<int64_t> power_budget_watts;  // none: no budget recorded
   std::optional<int64_t> weight_budget_kg;
-  int taken_front_units = 0;  // active slots: a lapsed reservation not yet released counts
+  std::optional<int64_t> cooling_budget_watts;
+  std::string airflow;          // "" none recorded
+  std::vector<FeedLoad> feeds;  // by name
+  int taken_front_units = 0;    // active slots: a lapsed reservation not yet released counts
   int taken_rear_units = 0;
   bool has_budget_rows = false;  // any rack_budgets row (feeds, cooling, power, weight)
   std::optional<BudgetRow> power_row;
   std::optional<BudgetRow> weight_row;
+  std::optional<BudgetRow> cooling_row;
   // Every active booking, placements first, then by creation.
   std::vector<HeldItem> held;
 };

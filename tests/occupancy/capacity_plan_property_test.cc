@@ -1,10 +1,11 @@
-// The planners read what the database decides (schema 0039): over 1,000 generated racks (fixed
-// seeds, so a failure replays) with power and weight budgets or none, device bookings with and
-// without figures, reservations with and without figures, and racks that stood over their budget
-// or with devices of unknown figures when the database began deciding them (adopted as the
-// migration adopts them, then partly released), the planner's answer to "does one more booking
-// with these figures fit" (RackTakes, over LoadDeliveryRacks' reading) equals whether the booking
-// write path accepts that booking, written through CreateBooking in a transaction rolled back.
+// The planners read what the database decides (schema 0038, 0039): over 1,000 generated racks
+// (fixed seeds, so a failure replays) with power, weight and cooling budgets or none, device
+// bookings with and without figures, reservations with and without figures, and racks that stood
+// over their budget or with devices of unknown figures when the database began deciding them
+// (adopted as the migration adopts them, then partly released), the planner's answer to "does one
+// more booking with these figures fit" (RackTakes, over LoadDeliveryRacks' reading) equals whether
+// the booking write path accepts that booking, written through CreateBooking in a transaction
+// rolled back.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -51,6 +52,7 @@ struct BuiltRack {
   Origin origin = Origin::kNone;
   std::optional<int64_t> power_budget;
   std::optional<int64_t> weight_budget;
+  std::optional<int64_t> cooling_budget;  // only racks budgeted before anything was booked
   std::vector<std::pair<std::string, v1::BookingKind>> bookings;
 };
 
@@ -82,14 +84,17 @@ BuiltRack Build(pqxx::transaction_base& tx, const testing::Site& s, int index, s
     if (Chance(rng, 70)) r.power_budget = Uniform(rng, 1, 6000);  // a budget is positive
     if (Chance(rng, 60)) r.weight_budget = Uniform(rng, 1, 500);
   }
+  // A cooling budget is never adopted over (0038 refuses a rack whose heat is over it).
+  if (r.origin == Origin::kBuilt && Chance(rng, 40)) r.cooling_budget = Uniform(rng, 1, 6000);
   r.id = tx.exec1(absl::StrCat(
       "INSERT INTO racks (org_id, site_id, name, first_unit, unit_count, "
       "numbering, has_rear) VALUES ('",
       s.org, "', '", s.site, "', 'P", index, "', 1, 12, 'ascending', true) RETURNING id::text"))[0]
              .as<std::string>();
-  if (r.origin == Origin::kBuilt && (r.power_budget || r.weight_budget)) {
+  if (r.origin == Origin::kBuilt && (r.power_budget || r.weight_budget || r.cooling_budget)) {
     tx.exec0(absl::StrCat("UPDATE racks SET power_budget_watts = ", Sql(r.power_budget),
-                          ", weight_budget_kg = ", Sql(r.weight_budget), " WHERE id = '", r.id,
+                          ", weight_budget_kg = ", Sql(r.weight_budget),
+                          ", cooling_budget_watts = ", Sql(r.cooling_budget), " WHERE id = '", r.id,
                           "'"));
   }
   const int bookings = Uniform(rng, 0, 8);
@@ -173,6 +178,9 @@ TEST_CASE("over 1,000 generated racks the planner's fit is the database's decisi
     if (rack.power_budget_watts && Chance(rng, 20)) {
       const int64_t left = *rack.power_budget_watts + rack.power_allowance_watts - used_power;
       power = std::max<int64_t>(0, left + Uniform(rng, 0, 1));
+    } else if (rack.cooling_budget_watts && Chance(rng, 30)) {
+      const int64_t left = *rack.cooling_budget_watts + rack.cooling_allowance_watts - used_power;
+      power = std::max<int64_t>(0, left + Uniform(rng, 0, 1));
     }
     const bool fits = RackTakes(rack, power, weight, device);
 
@@ -192,12 +200,18 @@ TEST_CASE("over 1,000 generated racks the planner's fit is the database's decisi
                  << rack.power_allowance_watts << (rack.power_load_unknown ? ", load unknown" : "")
                  << "; weight budget " << Sql(rack.weight_budget_kg) << " + allowance "
                  << rack.weight_allowance_kg << (rack.weight_load_unknown ? ", load unknown" : "")
-                 << "; one more " << (device ? "device" : "reservation") << " of " << Sql(power)
-                 << " W, " << Sql(weight) << " kg; the database: " << written.status());
+                 << "; cooling budget " << Sql(rack.cooling_budget_watts) << "; one more "
+                 << (device ? "device" : "reservation") << " of " << Sql(power) << " W, "
+                 << Sql(weight) << " kg; the database: " << written.status());
     CHECK(written.ok() == fits);
     ++seen[fits ? "fits" : "refused"];
     if (rack.power_load_unknown || rack.weight_load_unknown) ++seen["load unknown"];
     if (rack.power_allowance_watts > 0 || rack.weight_allowance_kg > 0) ++seen["allowance"];
+    if (rack.cooling_budget_watts) {
+      const bool heat_fits = BudgetTakes(rack.cooling_budget_watts, rack.cooling_allowance_watts,
+                                         false, used_power, power.value_or(0), 0);
+      ++seen[heat_fits ? "cooling budget takes it" : "cooling budget refuses it"];
+    }
     if (!device && (!power || !weight)) ++seen["reservation without a figure"];
     if (device && ((rack.power_budget_watts && !power) || (rack.weight_budget_kg && !weight))) {
       ++seen["device without a figure the budget needs"];
@@ -207,7 +221,8 @@ TEST_CASE("over 1,000 generated racks the planner's fit is the database's decisi
   // Every situation the rules distinguish came up often enough to have been judged.
   for (const char* situation :
        {"fits", "refused", "load unknown", "allowance", "reservation without a figure",
-        "device without a figure the budget needs"}) {
+        "device without a figure the budget needs", "cooling budget takes it",
+        "cooling budget refuses it"}) {
     INFO(situation);
     CHECK(seen[situation] >= 20);
   }
