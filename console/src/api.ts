@@ -41,14 +41,29 @@ export function storeToken(token: string): void {
   else window.sessionStorage.setItem(storageKey, token);
 }
 
-// A refusal as the console shows it: the server's message, its machine-readable reason, and
-// the units it names (UNIT_OCCUPIED's colliding slots).
+// A refusal as the console shows it: the server's message, its machine-readable reason, the
+// units it names (UNIT_OCCUPIED's colliding slots) and the capacity it names (a budget's
+// refusal: the dimension, the feed and, for N-1, the feed lost), each marked where it is shown.
 export interface Refusal {
   code: Code;
   reason: string;
   message: string;
   colliding: Slot[];
   role: string; // ROLE_NOT_PERMITTED: the caller's role
+  over: Over | null;
+}
+
+// What a capacity refusal names: "power", "weight", "cooling", "feed" or "feed_lost".
+export interface Over {
+  dimension: string;
+  feed: string;
+  lostFeed: string;
+}
+
+export function overOf(metadata: { [key: string]: string } | undefined): Over | null {
+  const dimension = metadata?.["dimension"] ?? "";
+  if (dimension === "") return null;
+  return { dimension, feed: metadata?.["feed"] ?? "", lostFeed: metadata?.["lost_feed"] ?? "" };
 }
 
 export function refusalOf(error: unknown): Refusal {
@@ -61,6 +76,7 @@ export function refusalOf(error: unknown): Refusal {
     message: detail?.message || e.rawMessage,
     colliding: detail?.collidingSlots ?? [],
     role: info?.metadata["role"] ?? "",
+    over: overOf(detail?.metadata ?? info?.metadata),
   };
 }
 

@@ -5,8 +5,8 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { Reason, Side, type Slot } from "./gen/dcl/v1/common_pb";
 import type { Device } from "./gen/dcl/v1/inventory_pb";
-import { BookingKind, type Rack, type RackCapacity, type CapacityDimension } from "./gen/dcl/v1/occupancy_pb";
-import { newRequestId, refusalOf, sideName, slotsText, type Api, type Refusal } from "./api";
+import { BookingKind, type Rack, type RackCapacity, type CapacityDimension, type FeedCapacity } from "./gen/dcl/v1/occupancy_pb";
+import { newRequestId, overOf, refusalOf, sideName, slotsText, type Api, type Over, type Refusal } from "./api";
 import { Elevation, bookingRuns, kindName } from "./elevation";
 
 type Action = "place" | "block" | "reserve";
@@ -100,6 +100,7 @@ export function RackView({ api, rackId, readOnly }: { api: Api; rackId: string; 
             <div role="alert" class="error refusal">
               <strong>Refused ({refusal.reason}):</strong> {refusal.message}
               {refusal.colliding.length > 0 && <p>Taken: {slotsText(refusal.colliding)} (marked in the elevation).</p>}
+              {refusal.over && <p>Over: {overText(refusal.over)} (marked in the capacity).</p>}
             </div>
           )}
           {notice && (
@@ -136,7 +137,7 @@ export function RackView({ api, rackId, readOnly }: { api: Api; rackId: string; 
               onRefused={refused}
             />
           )}
-          {capacity && <Capacity capacity={capacity} label={label} />}
+          {capacity && <Capacity capacity={capacity} label={label} over={refusal?.over ?? null} />}
         </aside>
       </div>
     </div>
@@ -184,7 +185,7 @@ function BookingForm(props: {
       if (plan.ok) props.onPreview(plan.slots, null);
       else {
         const r = plan.rejection!;
-        props.onPreview([], { code: 9, reason: Reason[r.reason], message: r.message, colliding: r.collidingSlots, role: "" });
+        props.onPreview([], { code: 9, reason: Reason[r.reason], message: r.message, colliding: r.collidingSlots, role: "", over: overOf(r.metadata) });
       }
     } catch (e) {
       props.onPreview([], refusalOf(e));
@@ -341,7 +342,17 @@ function BookingDetails(props: {
   );
 }
 
-function Capacity({ capacity, label }: { capacity: RackCapacity; label: (id: string) => string }) {
+// "feed A with feed B lost", "the cooling budget": what a capacity refusal names.
+function overText(o: Over): string {
+  if (o.dimension === "feed_lost") return `feed ${o.feed} with feed ${o.lostFeed} lost`;
+  if (o.dimension === "feed") return `feed ${o.feed}`;
+  if (o.dimension === "cooling") return "the cooling budget (heat)";
+  return `the ${o.dimension} budget`;
+}
+
+const watts = (n: bigint) => `${n.toLocaleString("en-US")} W`;
+
+function Capacity({ capacity, label, over }: { capacity: RackCapacity; label: (id: string) => string; over: Over | null }) {
   return (
     <section class="capacity" aria-label="Capacity">
       <h3>Capacity</h3>
@@ -349,13 +360,69 @@ function Capacity({ capacity, label }: { capacity: RackCapacity; label: (id: str
         Free units: {capacity.freeFrontUnits} front
         {capacity.hasRear ? `, ${capacity.freeRearUnits} rear` : " (no rear)"}
       </p>
-      <Dimension title="Power" unit="W" d={capacity.powerWatts} label={label} />
-      <Dimension title="Weight" unit="kg" d={capacity.weightKg} label={label} />
+      <Dimension title="Power" unit="W" d={capacity.powerWatts} label={label} refused={over?.dimension === "power"} />
+      <Feeds feeds={capacity.feeds} over={over} />
+      <Dimension title="Heat (cooling)" unit="W" d={capacity.coolingWatts} label={label} refused={over?.dimension === "cooling"} />
+      <p>Airflow: {capacity.airflow || "none set (no device is refused for its airflow)"}</p>
+      <Dimension title="Weight" unit="kg" d={capacity.weightKg} label={label} refused={over?.dimension === "weight"} />
     </section>
   );
 }
 
-function Dimension({ title, unit, d, label }: { title: string; unit: string; d?: CapacityDimension; label: (id: string) => string }) {
+// Each feed with every feed up and with each other one lost (N-1), and the draw still free on
+// it either way. The cell a refusal names is marked.
+function Feeds({ feeds, over }: { feeds: FeedCapacity[]; over: Over | null }) {
+  if (feeds.length === 0) return <p>Power feeds: none recorded.</p>;
+  const lostNames = feeds.map((f) => f.name);
+  return (
+    <table class="feeds">
+      <caption>Power feeds (N-1: what each carries with another lost)</caption>
+      <thead>
+        <tr>
+          <th scope="col">Feed</th>
+          <th scope="col">Available</th>
+          <th scope="col">Used</th>
+          {lostNames.map((n) => (
+            <th scope="col" key={n}>
+              {n} lost
+            </th>
+          ))}
+          <th scope="col">Headroom</th>
+        </tr>
+      </thead>
+      <tbody>
+        {feeds.map((f) => {
+          const overHere = over?.dimension === "feed" && over.feed === f.name;
+          return (
+            <tr key={f.name}>
+              <th scope="row" title={`${f.voltage} V × ${f.amperage} A ${f.phase} at ${f.maxUtilizationPercent} %`}>
+                {f.name}
+              </th>
+              <td>{watts(f.availableWatts)}</td>
+              <td data-over={overHere ? `feed-${f.name}` : undefined}>
+                {watts(f.usedWatts)}
+                {overHere && <span class="refused-here">(refused here)</span>}
+              </td>
+              {lostNames.map((n) => {
+                const loss = f.ifLost.find((l) => l.lostFeed === n);
+                const refusedHere = over?.dimension === "feed_lost" && over.feed === f.name && over.lostFeed === n;
+                return (
+                  <td key={n} data-over={refusedHere ? `feed-${f.name}-lost-${n}` : undefined}>
+                    {loss ? watts(loss.carriedWatts) : "–"}
+                    {refusedHere && <span class="refused-here">(refused here)</span>}
+                  </td>
+                );
+              })}
+              <td>{watts(f.headroomWatts)}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+function Dimension({ title, unit, d, label, refused }: { title: string; unit: string; d?: CapacityDimension; label: (id: string) => string; refused: boolean }) {
   if (!d) return null;
   const item = (i: { deviceId: string; bookingId: string; value: bigint; reason: string }, showValue: boolean) => (
     <li key={i.bookingId}>
@@ -364,8 +431,11 @@ function Dimension({ title, unit, d, label }: { title: string; unit: string; d?:
     </li>
   );
   return (
-    <div class="dimension">
-      <h4>{title}</h4>
+    <div class="dimension" data-over={refused ? title : undefined}>
+      <h4>
+        {title}
+        {refused ? " (refused here)" : ""}
+      </h4>
       <p>
         {d.knownUsed.toString()} {unit} counted
         {d.budgetKnown ? ` of ${d.budget} ${unit} budget` : ", no budget known"}

@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { Side } from "../src/gen/dcl/v1/common_pb";
-import { BookingKind } from "../src/gen/dcl/v1/occupancy_pb";
+import { Airflow, PowerPhase, ProcessState } from "../src/gen/dcl/v1/inventory_pb";
+import { BookingKind, DepthClass, Numbering } from "../src/gen/dcl/v1/occupancy_pb";
 import { clients, env } from "./clients";
 
 const url = env("HTTP_URL");
@@ -166,6 +167,72 @@ test("a reservation released from a screen after a device was placed into it: re
     "the switch is still placed at front U36",
   );
   await operator.occupancy.releaseBooking({ bookingId: reservation.id, expectedKind: BookingKind.BOOKING_PLACEMENT, reason: "test done" });
+});
+
+test("a rack's capacity per feed with N-1, heat and airflow; a refusal marks the feed it would overload", async () => {
+  // A rack of its own at a site of its own (the demo's lists stay as the other tests expect):
+  // feeds A and B of 2,944 W each, a dual-PSU 1,000 W server and a single-PSU 400 W one on A.
+  const unique = `${Date.now().toString(36)}-${process.pid}`;
+  const site = await operator.inventory.createSite({ name: `CAP-${unique}`, requestId: `cap-site-${unique}` });
+  const rack = await operator.inventory.createRack({
+    requestId: `cap-rack-${unique}`,
+    siteId: site.id,
+    name: "CAP-R1",
+    geometry: { firstUnit: 1, unitCount: 42, numbering: Numbering.ASCENDING, hasRear: true },
+  });
+  await operator.inventory.updateRack({ requestId: `cap-up-${unique}`, rackId: rack.id, coolingBudgetWatts: 5000, airflow: Airflow.FRONT_TO_REAR });
+  await operator.inventory.setPowerFeeds({
+    requestId: `cap-feeds-${unique}`,
+    rackId: rack.id,
+    feeds: ["A", "B"].map((name) => ({ name, voltage: 230, amperage: 16, phase: PowerPhase.SINGLE })),
+  });
+  const register = (serial: string, powerDrawWatts: number, powerPortCount: number) =>
+    operator.inventory.registerDevice({
+      requestId: `cap-${serial}-${unique}`,
+      siteId: site.id,
+      vendor: "Dell",
+      model: "R650",
+      serial: `${serial}-${unique}`,
+      heightUnits: 1,
+      depthClass: DepthClass.DEPTH_HALF,
+      powerDrawWatts,
+      powerPortCount,
+      airflow: Airflow.FRONT_TO_REAR,
+      initialState: ProcessState.PROCESS_NORMAL,
+    });
+  const dual = await register("DUAL", 1000, 2);
+  const single = await register("SINGLE", 400, 1);
+  const big = await register("BIG", 1600, 2);
+  await operator.occupancy.placeDevice({ rackId: rack.id, deviceId: dual.id, side: Side.FRONT, unit: 1 });
+  await operator.occupancy.placeDevice({ rackId: rack.id, deviceId: single.id, side: Side.FRONT, unit: 2 });
+
+  const page = await technician();
+  await signIn(page, operatorToken, `#/racks/${rack.id}`);
+  const capacity = page.getByRole("region", { name: "Capacity" });
+  const feeds = capacity.getByRole("table", { name: /Power feeds/ });
+  await feeds.waitFor();
+  // Available, used, with A lost, with B lost, headroom under N-1.
+  const cells = (name: string) => feeds.getByRole("row", { name: new RegExp(`^${name} `) }).getByRole("cell").allTextContents();
+  assert.deepEqual(await cells("A"), ["2,944 W", "900 W", "–", "1,400 W", "1,544 W"]);
+  assert.deepEqual(await cells("B"), ["2,944 W", "500 W", "1,000 W", "–", "1,944 W"]);
+  await capacity.getByText("1400 W counted of 5000 W budget").waitFor();
+  await capacity.getByText("Airflow: front-to-rear").waitFor();
+
+  // The 1,600 W server placed from the form: A would carry 3,000 W with B lost. The refusal says
+  // so and marks exactly that cell, as UNIT_OCCUPIED marks its units.
+  await page.getByRole("button", { name: "Front U10 free" }).click();
+  await page.getByRole("combobox", { name: /^Device/ }).selectOption(big.id);
+  await page.getByRole("button", { name: "Place device" }).click();
+  const alert = page.getByRole("alert").filter({ hasText: "Refused (FEED_REDUNDANCY_LOST)" });
+  await alert.filter({ hasText: "with feed B lost, feed A would carry 3000 W of its 2944 W" }).waitFor();
+  await alert.getByText("Over: feed A with feed B lost (marked in the capacity).").waitFor();
+  const marked = await page.locator("[data-over]").evaluateAll((els) => els.map((e) => e.getAttribute("data-over")));
+  assert.deepEqual(marked, ["feed-A-lost-B"]);
+  await page.locator(".capacity").screenshot({ path: join(screenshots, "capacity-feeds.png") });
+  await axe(page, "the capacity panel with a refusal");
+  // Nothing was written: two placements, as before.
+  const after = await operator.occupancy.getRack({ rackId: rack.id });
+  assert.equal(new Set(after.occupied.map((o) => o.bookingId)).size, 2);
 });
 
 test("a move driven from planned to completed in one page, followed live by a second page", async () => {
