@@ -53,6 +53,23 @@ END
 $$;
 
 
+--
+-- Name: dcl_airflow_refusal(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_airflow_refusal(rack_airflow text, device_airflow text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE
+    WHEN rack_airflow IS NULL THEN NULL
+    WHEN device_airflow IS NULL OR device_airflow = 'mixed' THEN 'bookings_airflow_known'
+    WHEN (rack_airflow = 'front-to-rear' AND device_airflow IN ('rear-to-front', 'rear-to-side'))
+      OR (rack_airflow = 'rear-to-front' AND device_airflow IN ('front-to-rear', 'side-to-rear'))
+      THEN 'bookings_airflow_matches'
+  END
+$$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -483,6 +500,40 @@ BEGIN
      AND ((b.power_watts IS NULL AND NEW.power_draw_watts IS NOT NULL)
           OR (b.power_ports IS NULL AND NEW.power_port_count IS NOT NULL)
           OR (b.weight_kg IS NULL AND NEW.weight_kg IS NOT NULL));
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: dcl_devices_recheck_airflow(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_devices_recheck_airflow() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_rule text;
+  v_rack racks;
+BEGIN
+  -- The UPDATE holds the device FOR NO KEY UPDATE, which a booking's FOR KEY SHARE on the device
+  -- (the write path takes it before reading the device's figures: booking_store.cc, Prepare)
+  -- does not wait for. FOR UPDATE does: a booking of this device being written now commits
+  -- first and is judged below, or waits for this change and reads the new airflow.
+  PERFORM 1 FROM devices WHERE id = NEW.id FOR UPDATE;
+  FOR v_rack IN
+    SELECT r.* FROM bookings b JOIN racks r ON r.id = b.rack_id
+     WHERE b.device_id = NEW.id AND b.released_at IS NULL AND b.kind IN ('placement', 'move_hold')
+       AND r.airflow IS NOT NULL
+     ORDER BY r.id
+  LOOP
+    v_rule := dcl_airflow_refusal(v_rack.airflow, NEW.airflow);
+    IF v_rule IS NOT NULL THEN
+      RAISE EXCEPTION 'device % stands in rack % (airflow %): its airflow cannot become %',
+        NEW.id, v_rack.id, v_rack.airflow, coalesce(NEW.airflow, 'unset')
+        USING ERRCODE = 'check_violation', CONSTRAINT = v_rule;
+    END IF;
+  END LOOP;
   RETURN NULL;
 END
 $$;
@@ -2179,6 +2230,13 @@ CREATE TRIGGER devices_count_truncated AFTER TRUNCATE ON public.devices FOR EACH
 --
 
 CREATE TRIGGER devices_fill_booking_figures AFTER UPDATE OF power_draw_watts, power_port_count, weight_kg ON public.devices FOR EACH ROW EXECUTE FUNCTION public.dcl_devices_fill_booking_figures();
+
+
+--
+-- Name: devices devices_recheck_airflow; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER devices_recheck_airflow AFTER UPDATE OF airflow ON public.devices FOR EACH ROW WHEN ((new.airflow IS DISTINCT FROM old.airflow)) EXECUTE FUNCTION public.dcl_devices_recheck_airflow();
 
 
 --

@@ -19,6 +19,10 @@ constexpr char kRackNameUnique[] = "racks_site_name_uq";
 constexpr char kRackSiteFk[] = "racks_site_fk";
 constexpr char kSerialUnique[] = "devices_org_serial_uq";
 constexpr char kDeviceSiteFk[] = "devices_site_fk";
+// A device booking's airflow against its rack's (schema 0038), also raised when a placed
+// device's airflow changes (0041).
+constexpr char kAirflowKnown[] = "bookings_airflow_known";
+constexpr char kAirflowMatches[] = "bookings_airflow_matches";
 
 // The cursor condition "(created_at, id) after the cursor", with the cursor in parameters
 // $<n> (micros) and $<n+1> (id, '' = from the start).
@@ -103,7 +107,7 @@ void AttachFeeds(pqxx::transaction_base& tx, const std::vector<v1::RackRecord*>&
       feed->set_voltage(row[2].as<int>());
       feed->set_amperage(row[3].as<int>());
       feed->set_phase(row[4].as<std::string>() == "three-phase" ? v1::POWER_PHASE_THREE
-                                                                 : v1::POWER_PHASE_SINGLE);
+                                                                : v1::POWER_PHASE_SINGLE);
       feed->set_max_utilization(row[5].as<int>());
       feed->set_available_watts(row[6].as<int64_t>());
     }
@@ -131,11 +135,11 @@ std::vector<std::optional<std::string>> RackArgs(const std::string& org_id,
 std::string DeviceInTheWay(pqxx::transaction_base& tx, const std::string& rack_id,
                            const std::string& condition,
                            const std::optional<std::string>& arg = std::nullopt) {
-  const std::string sql =
-      absl::StrCat("SELECT d.id::text FROM bookings b JOIN devices d ON d.id = b.device_id "
-                   "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
-                   "AND b.kind IN ('placement', 'move_hold') AND (",
-                   condition, ") ORDER BY d.id LIMIT 1");
+  const std::string sql = absl::StrCat(
+      "SELECT d.id::text FROM bookings b JOIN devices d ON d.id = b.device_id "
+      "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+      "AND b.kind IN ('placement', 'move_hold') AND (",
+      condition, ") ORDER BY d.id LIMIT 1");
   pqxx::result r = arg ? tx.exec_params(sql, rack_id, *arg) : tx.exec_params(sql, rack_id);
   return r.empty() ? std::string() : Text(r[0][0]);
 }
@@ -209,12 +213,9 @@ std::optional<absl::Status> BudgetBelowLoad(pqxx::transaction_base& tx, const st
 // the violated constraint's name; nullopt for a name that is none of them. `airflow` is the
 // rack's airflow as the refused change asked for it. The feed ratings (rack_feed_within_rating,
 // rack_feed_redundancy) are SetPowerFeeds' own (FeedOverRating): they need the feeds asked for.
-std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
-                                                 const std::string& rack_id,
-                                                 const std::string& rack_name,
-                                                 const std::string& name,
-                                                 const std::string& airflow, int cooling_budget,
-                                                 int feed_count) {
+std::optional<absl::Status> ConfigurationRefusal(
+    pqxx::transaction_base& tx, const std::string& rack_id, const std::string& rack_name,
+    const std::string& name, const std::string& airflow, int cooling_budget, int feed_count) {
   if (name == "rack_cooling_within_budget") {
     // Heat is the power figure (0038).
     const std::string load = RackLoad(tx, rack_id, "power_watts", "power_draw_watts");
@@ -249,8 +250,7 @@ std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
         std::to_string(feed_count));
     return Error(absl::StatusCode::kFailedPrecondition, v1::FEEDS_UNNAMED,
                  absl::StrCat("device ", device, " in rack ", rack_name,
-                              " has fewer power ports than the rack would have feeds (",
-                              feed_count,
+                              " has fewer power ports than the rack would have feeds (", feed_count,
                               "): which of them it hangs on is not known; place it again "
                               "naming its feeds, or keep as many feeds as it has ports"))
         .Meta("rack_name", rack_name)
@@ -258,7 +258,7 @@ std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
         .Meta("feed_count", std::to_string(feed_count))
         .status();
   }
-  if (name == "bookings_airflow_known") {
+  if (name == kAirflowKnown) {
     const std::string device =
         DeviceInTheWay(tx, rack_id, "d.airflow IS NULL OR d.airflow = 'mixed'");
     return Error(absl::StatusCode::kFailedPrecondition, v1::AIRFLOW_UNKNOWN,
@@ -270,7 +270,7 @@ std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
         .Meta("missing", "airflow")
         .status();
   }
-  if (name == "bookings_airflow_matches") {
+  if (name == kAirflowMatches) {
     const std::string device = DeviceInTheWay(
         tx, rack_id,
         "($2 = 'front-to-rear' AND d.airflow IN ('rear-to-front', 'rear-to-side')) OR "
@@ -280,9 +280,8 @@ std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
         tx.exec_params("SELECT airflow FROM devices WHERE id = nullif($1, '')::uuid", device);
     const std::string device_airflow = r.empty() ? "" : Text(r[0][0]);
     return Error(absl::StatusCode::kFailedPrecondition, v1::AIRFLOW_MISMATCH,
-                 absl::StrCat("device ", device, " in rack ", rack_name, " blows ",
-                              device_airflow, ", against a rack airflow of ", airflow,
-                              ": move it out first"))
+                 absl::StrCat("device ", device, " in rack ", rack_name, " blows ", device_airflow,
+                              ", against a rack airflow of ", airflow, ": move it out first"))
         .Meta("rack_name", rack_name)
         .Meta("device_id", device)
         .Meta("device_airflow", device_airflow)
@@ -372,15 +371,43 @@ std::optional<std::string> OptionalInt(const std::optional<int>& v) {
   return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
 }
 
+// `device_id`: the device updated ("" for a registration).
 absl::Status DeviceViolation(pqxx::transaction_base& tx, const std::string& org_id,
-                             const DeviceFields& device, const GuardedResult& result) {
+                             const std::string& device_id, const DeviceFields& device,
+                             const GuardedResult& result) {
   if (result.violated_constraint == kSerialUnique) {
-    pqxx::result r = tx.exec_params(
-        "SELECT id::text FROM devices WHERE org_id = $1::uuid AND serial = $2", org_id,
-        device.serial);
+    pqxx::result r =
+        tx.exec_params("SELECT id::text FROM devices WHERE org_id = $1::uuid AND serial = $2",
+                       org_id, device.serial);
     return AlreadyExists("device", "serial", device.serial, r.empty() ? "" : Text(r[0][0]));
   }
   if (result.violated_constraint == kDeviceSiteFk) return NotFound("site", device.site_id);
+  // Schema 0041: the airflow of a device standing in a rack with an airflow is judged as its
+  // booking would be now.
+  if (result.violated_constraint == kAirflowKnown ||
+      result.violated_constraint == kAirflowMatches) {
+    pqxx::result r = tx.exec_params(
+        "SELECT r.name, r.airflow, b.id::text FROM bookings b JOIN racks r ON r.id = b.rack_id "
+        "WHERE b.device_id = $1::uuid AND b.released_at IS NULL "
+        "AND b.kind IN ('placement', 'move_hold') AND r.airflow IS NOT NULL "
+        "AND dcl_airflow_refusal(r.airflow, nullif($2, '')) IS NOT NULL ORDER BY r.id LIMIT 1",
+        device_id, device.airflow);
+    const std::string rack = r.empty() ? "" : Text(r[0][0]);
+    const std::string rack_airflow = r.empty() ? "" : Text(r[0][1]);
+    const bool unknown = result.violated_constraint == kAirflowKnown;
+    return Error(absl::StatusCode::kFailedPrecondition,
+                 unknown ? v1::AIRFLOW_UNKNOWN : v1::AIRFLOW_MISMATCH,
+                 absl::StrCat("device ", device_id, " stands in rack ", rack, " (airflow ",
+                              rack_airflow, "): its airflow cannot ",
+                              unknown ? "be forgotten or mixed there"
+                                      : absl::StrCat("become ", device.airflow, " there"),
+                              "; move or release it first"))
+        .Meta("device_id", device_id)
+        .Meta("rack_name", rack)
+        .Meta("rack_airflow", rack_airflow)
+        .Meta("device_airflow", device.airflow)
+        .Meta("booking_id", r.empty() ? "" : Text(r[0][2]));
+  }
   return UnexpectedViolation("device", result);
 }
 
@@ -395,17 +422,28 @@ absl::StatusOr<v1::Device> Reread(pqxx::transaction_base& tx, const std::string&
 
 std::string AirflowName(v1::Airflow airflow) {
   switch (airflow) {
-    case v1::AIRFLOW_FRONT_TO_REAR: return "front-to-rear";
-    case v1::AIRFLOW_REAR_TO_FRONT: return "rear-to-front";
-    case v1::AIRFLOW_LEFT_TO_RIGHT: return "left-to-right";
-    case v1::AIRFLOW_RIGHT_TO_LEFT: return "right-to-left";
-    case v1::AIRFLOW_SIDE_TO_REAR: return "side-to-rear";
-    case v1::AIRFLOW_REAR_TO_SIDE: return "rear-to-side";
-    case v1::AIRFLOW_BOTTOM_TO_TOP: return "bottom-to-top";
-    case v1::AIRFLOW_TOP_TO_BOTTOM: return "top-to-bottom";
-    case v1::AIRFLOW_PASSIVE: return "passive";
-    case v1::AIRFLOW_MIXED: return "mixed";
-    default: return "";
+    case v1::AIRFLOW_FRONT_TO_REAR:
+      return "front-to-rear";
+    case v1::AIRFLOW_REAR_TO_FRONT:
+      return "rear-to-front";
+    case v1::AIRFLOW_LEFT_TO_RIGHT:
+      return "left-to-right";
+    case v1::AIRFLOW_RIGHT_TO_LEFT:
+      return "right-to-left";
+    case v1::AIRFLOW_SIDE_TO_REAR:
+      return "side-to-rear";
+    case v1::AIRFLOW_REAR_TO_SIDE:
+      return "rear-to-side";
+    case v1::AIRFLOW_BOTTOM_TO_TOP:
+      return "bottom-to-top";
+    case v1::AIRFLOW_TOP_TO_BOTTOM:
+      return "top-to-bottom";
+    case v1::AIRFLOW_PASSIVE:
+      return "passive";
+    case v1::AIRFLOW_MIXED:
+      return "mixed";
+    default:
+      return "";
   }
 }
 
@@ -440,10 +478,10 @@ absl::StatusOr<v1::Site> InsertSite(pqxx::transaction_base& tx, const std::strin
 
 std::optional<v1::Site> FindSite(pqxx::transaction_base& tx, const std::string& org_id,
                                  const std::string& site_id) {
-  pqxx::result r = tx.exec_params(
-      absl::StrCat("SELECT ", SiteColumns(), " FROM sites s WHERE s.id = $1::uuid AND "
-                   "s.org_id = $2::uuid"),
-      site_id, org_id);
+  pqxx::result r = tx.exec_params(absl::StrCat("SELECT ", SiteColumns(),
+                                               " FROM sites s WHERE s.id = $1::uuid AND "
+                                               "s.org_id = $2::uuid"),
+                                  site_id, org_id);
   if (r.empty()) return std::nullopt;
   return SiteFromRow(r[0]);
 }
@@ -483,11 +521,11 @@ absl::StatusOr<v1::RackRecord> InsertRack(pqxx::transaction_base& tx, const std:
 
 std::optional<v1::RackRecord> FindRack(pqxx::transaction_base& tx, const std::string& org_id,
                                        const std::string& rack_id, bool lock) {
-  pqxx::result r = tx.exec_params(
-      absl::StrCat("SELECT ", RackColumns(),
-                   " FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
-                   lock ? " FOR UPDATE" : ""),
-      rack_id, org_id);
+  pqxx::result r =
+      tx.exec_params(absl::StrCat("SELECT ", RackColumns(),
+                                  " FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
+                                  lock ? " FOR UPDATE" : ""),
+                     rack_id, org_id);
   if (r.empty()) return std::nullopt;
   v1::RackRecord rack = RackFromRow(r[0]);
   AttachFeeds(tx, {&rack});
@@ -532,11 +570,11 @@ absl::StatusOr<v1::RackRecord> UpdateRack(pqxx::transaction_base& tx, const std:
     if (std::optional<absl::Status> refusal = BudgetBelowLoad(tx, rack_id, rack, result)) {
       return *refusal;
     }
-    pqxx::result feeds = tx.exec_params(
-        "SELECT count(*) FROM power_feeds WHERE rack_id = $1::uuid", rack_id);
+    pqxx::result feeds =
+        tx.exec_params("SELECT count(*) FROM power_feeds WHERE rack_id = $1::uuid", rack_id);
     if (std::optional<absl::Status> refusal = ConfigurationRefusal(
-            tx, rack_id, RackName(tx, rack_id, rack.name), result.violated_constraint,
-            rack.airflow, rack.cooling_budget_watts, feeds[0][0].as<int>())) {
+            tx, rack_id, RackName(tx, rack_id, rack.name), result.violated_constraint, rack.airflow,
+            rack.cooling_budget_watts, feeds[0][0].as<int>())) {
       return *refusal;
     }
     return RackViolation(tx, org_id, rack, result);
@@ -587,10 +625,11 @@ GuardedResult WriteFeeds(pqxx::transaction_base& tx, const std::string& rack_id,
 absl::Status FeedOverRating(pqxx::transaction_base& tx, const std::string& rack_id,
                             const std::string& rack_name, const std::vector<FeedFields>& feeds) {
   WriteFeeds(tx, rack_id, feeds);
-  const bool lost = tx.exec_params1("SELECT NOT EXISTS (SELECT 1 FROM "
-                                    "dcl_rack_budgets_expected($1::uuid) e WHERE "
-                                    "e.dimension = 'feed' AND e.used > e.capacity)",
-                                    rack_id)[0]
+  const bool lost = tx.exec_params1(
+                          "SELECT NOT EXISTS (SELECT 1 FROM "
+                          "dcl_rack_budgets_expected($1::uuid) e WHERE "
+                          "e.dimension = 'feed' AND e.used > e.capacity)",
+                          rack_id)[0]
                         .as<bool>();
   pqxx::result r = tx.exec_params(
       "SELECT coalesce(l.name, ''), c.name, e.used, e.capacity "
@@ -625,8 +664,7 @@ absl::Status FeedOverRating(pqxx::transaction_base& tx, const std::string& rack_
 
 }  // namespace
 
-absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx,
-                                             const std::string& org_id,
+absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx, const std::string& org_id,
                                              const v1::RackRecord& rack,
                                              const std::vector<FeedFields>& feeds) {
   GuardedResult result = WriteFeeds(tx, rack.id(), feeds);
@@ -644,9 +682,9 @@ absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx,
     if (std::optional<absl::Status> refusal = BudgetBelowLoad(tx, rack.id(), fields, result)) {
       return *refusal;
     }
-    if (std::optional<absl::Status> refusal = ConfigurationRefusal(
-            tx, rack.id(), rack.name(), name, AirflowName(rack.airflow()),
-            rack.cooling_budget_watts(), static_cast<int>(feeds.size()))) {
+    if (std::optional<absl::Status> refusal =
+            ConfigurationRefusal(tx, rack.id(), rack.name(), name, AirflowName(rack.airflow()),
+                                 rack.cooling_budget_watts(), static_cast<int>(feeds.size()))) {
       return *refusal;
     }
     return UnexpectedViolation("power feeds", result);
@@ -690,22 +728,22 @@ absl::StatusOr<v1::Device> InsertDevice(pqxx::transaction_base& tx, const std::s
       "airflow) VALUES ($1[1]::uuid, $1[2]::uuid, $1[3], $1[4], $1[5], nullif($1[6], ''), "
       "$1[7]::integer, $1[8], $1[9], $1[10]::integer, $1[11]::integer, $1[12]::integer, "
       "nullif($1[13], '')) RETURNING id::text",
-      {org_id, device.site_id, device.vendor, device.model, device.hardware_profile,
-       device.serial, std::to_string(device.height_units), device.depth_class,
-       device.process_state, OptionalInt(device.power_draw_watts),
-       OptionalInt(device.weight_kg), OptionalInt(device.power_port_count), device.airflow});
-  if (result.violated()) return DeviceViolation(tx, org_id, device, result);
+      {org_id, device.site_id, device.vendor, device.model, device.hardware_profile, device.serial,
+       std::to_string(device.height_units), device.depth_class, device.process_state,
+       OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg),
+       OptionalInt(device.power_port_count), device.airflow});
+  if (result.violated()) return DeviceViolation(tx, org_id, "", device, result);
   if (!result.returned) return Internal("the device insert returned no id");
   return Reread(tx, org_id, *result.returned);
 }
 
 std::optional<DeviceRecord> FindDevice(pqxx::transaction_base& tx, const std::string& org_id,
                                        const std::string& device_id, bool lock) {
-  pqxx::result r = tx.exec_params(
-      absl::StrCat("SELECT ", DeviceColumns(),
-                   " FROM devices d WHERE d.id = $1::uuid AND d.org_id = $2::uuid",
-                   lock ? " FOR UPDATE" : ""),
-      device_id, org_id);
+  pqxx::result r =
+      tx.exec_params(absl::StrCat("SELECT ", DeviceColumns(),
+                                  " FROM devices d WHERE d.id = $1::uuid AND d.org_id = $2::uuid",
+                                  lock ? " FOR UPDATE" : ""),
+                     device_id, org_id);
   if (r.empty()) return std::nullopt;
   return DeviceFromRow(r[0]);
 }
@@ -734,20 +772,19 @@ Page<v1::Device> ListDevices(pqxx::transaction_base& tx, const std::string& org_
 }
 
 absl::StatusOr<v1::Device> UpdateDevice(pqxx::transaction_base& tx, const std::string& org_id,
-                                        const std::string& device_id,
-                                        const DeviceFields& device) {
-  GuardedResult result = GuardedExec(
-      tx,
-      "UPDATE devices SET vendor = $1[3], model = $1[4], hardware_profile = $1[5], "
-      "serial = nullif($1[6], ''), height_units = $1[7]::integer, depth_class = $1[8], "
-      "power_draw_watts = $1[9]::integer, weight_kg = $1[10]::integer, "
-      "power_port_count = $1[11]::integer, airflow = nullif($1[12], '') "
-      "WHERE id = $1[2]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
-      {org_id, device_id, device.vendor, device.model, device.hardware_profile, device.serial,
-       std::to_string(device.height_units), device.depth_class,
-       OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg),
-       OptionalInt(device.power_port_count), device.airflow});
-  if (result.violated()) return DeviceViolation(tx, org_id, device, result);
+                                        const std::string& device_id, const DeviceFields& device) {
+  GuardedResult result =
+      GuardedExec(tx,
+                  "UPDATE devices SET vendor = $1[3], model = $1[4], hardware_profile = $1[5], "
+                  "serial = nullif($1[6], ''), height_units = $1[7]::integer, depth_class = $1[8], "
+                  "power_draw_watts = $1[9]::integer, weight_kg = $1[10]::integer, "
+                  "power_port_count = $1[11]::integer, airflow = nullif($1[12], '') "
+                  "WHERE id = $1[2]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
+                  {org_id, device_id, device.vendor, device.model, device.hardware_profile,
+                   device.serial, std::to_string(device.height_units), device.depth_class,
+                   OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg),
+                   OptionalInt(device.power_port_count), device.airflow});
+  if (result.violated()) return DeviceViolation(tx, org_id, device_id, device, result);
   if (result.affected == 0) return NotFound("device", device_id);
   return Reread(tx, org_id, device_id);
 }
@@ -762,11 +799,9 @@ absl::StatusOr<v1::Device> SetProcessState(pqxx::transaction_base& tx, const std
   return Reread(tx, org_id, device_id);
 }
 
-absl::StatusOr<v1::Device> MarkDecommissioned(pqxx::transaction_base& tx,
-                                              const std::string& org_id,
+absl::StatusOr<v1::Device> MarkDecommissioned(pqxx::transaction_base& tx, const std::string& org_id,
                                               const std::string& device_id,
-                                              const std::string& actor,
-                                              const std::string& reason) {
+                                              const std::string& actor, const std::string& reason) {
   pqxx::result r = tx.exec_params(
       "UPDATE devices SET decommissioned_at = now(), decommissioned_by = $3, "
       "decommission_reason = $4 WHERE id = $1::uuid AND org_id = $2::uuid "

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <pqxx/pqxx>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,8 +92,8 @@ void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
     CHECK(refusals.size() == 1);
     CHECK(refusals[absl::StrCat("FAILED_PRECONDITION ", v1::Reason_Name(expected_refusal))] ==
           kContenders - kFits);
-    CHECK(w.db.Count(
-              absl::StrCat("SELECT count(*) FROM bookings WHERE rack_id = '", rack, "'")) == kFits);
+    CHECK(w.db.Count(absl::StrCat("SELECT count(*) FROM bookings WHERE rack_id = '", rack, "'")) ==
+          kFits);
     if (budget == Budget::kCooling) {
       CHECK(w.CoolingUsed(rack) == kFits * kServerWatts);
     } else if (budget == Budget::kRackPower) {
@@ -128,8 +129,9 @@ TEST_CASE("32 placements race for a rack power budget of 5: 5 placed, 27 POWER_B
 // (StartMove's destination) and promotions of units-only reservations (a delivered server placed
 // out of its reservation). Whatever the mix, exactly k win, every other one is refused with the
 // budget's reason, and the row equals a recomputation.
-TEST_CASE("32 mixed bookings race for a rack power budget of 5: placements, reservations with "
-          "figures, move holds and promotions; 5 win") {
+TEST_CASE(
+    "32 mixed bookings race for a rack power budget of 5: placements, reservations with "
+    "figures, move holds and promotions; 5 win") {
   CapacityWorld w;
   std::vector<std::unique_ptr<DbPool>> pools;
   for (int i = 0; i < kContenders; ++i) pools.push_back(w.db.MakePool(1));
@@ -201,10 +203,11 @@ TEST_CASE("32 mixed bookings race for a rack power budget of 5: placements, rese
     for (int i = 0; i < kContenders; ++i) {
       if (outcomes[i].ok()) ++won_by_kind[i % 4];
     }
-    std::printf("mixed round %d: %d won (placements %d, reservations %d, move holds %d, "
-                "promotions %d),%s\n",
-                round, won, won_by_kind[0], won_by_kind[1], won_by_kind[2], won_by_kind[3],
-                summary.c_str());
+    std::printf(
+        "mixed round %d: %d won (placements %d, reservations %d, move holds %d, "
+        "promotions %d),%s\n",
+        round, won, won_by_kind[0], won_by_kind[1], won_by_kind[2], won_by_kind[3],
+        summary.c_str());
     std::fflush(stdout);
     INFO("mixed round " << round << ": " << won << " won," << summary);
     CHECK(won == kFits);
@@ -213,6 +216,50 @@ TEST_CASE("32 mixed bookings race for a rack power budget of 5: placements, rese
     CHECK(w.BudgetColumn(rack, "power") == kFits * kServerWatts);
   }
   CHECK(w.Drift() == 0);
+}
+
+// Schema 0041: a device's airflow changed while it is being placed into a rack with an airflow.
+// One of the two commits first and the other is judged against it: exactly one wins each round,
+// and no placed device ever opposes its rack.
+TEST_CASE("a placement and an opposing airflow change race: exactly one wins, 20 rounds") {
+  CapacityWorld w;
+  std::unique_ptr<DbPool> placing = w.db.MakePool(1);
+  std::unique_ptr<pqxx::connection> changing = w.db.Connect();
+  std::map<std::string, int> outcomes;
+  for (int round = 1; round <= kRounds; ++round) {
+    const std::string rack = w.Rack(0, "front-to-rear");
+    const std::string device = w.Devices(1, kServerWatts, 2)[0];
+    Barrier barrier(2);
+    absl::Status placed;
+    bool changed = false;
+    std::thread place([&] {
+      barrier.ArriveAndWait();
+      placed = w.Place(*placing, rack, device, 1).status();
+    });
+    std::thread change([&] {
+      barrier.ArriveAndWait();
+      try {
+        pqxx::work tx(*changing);
+        tx.exec0(
+            absl::StrCat("UPDATE devices SET airflow = 'rear-to-front' WHERE id = '", device, "'"));
+        tx.commit();
+        changed = true;
+      } catch (const pqxx::check_violation& e) {
+        CHECK(std::string(e.what()).find("cannot become rear-to-front") != std::string::npos);
+      }
+    });
+    place.join();
+    change.join();
+    INFO("round " << round << ": placed " << placed << ", changed " << changed);
+    CHECK(placed.ok() != changed);
+    if (!placed.ok()) CHECK(ReasonOf(placed) == v1::AIRFLOW_MISMATCH);
+    ++outcomes[placed.ok() ? "placed, change refused" : "changed, placement refused"];
+  }
+  for (const auto& [what, n] : outcomes)
+    std::printf("airflow race: %d rounds %s\n", n, what.c_str());
+  CHECK(w.db.Count("SELECT count(*) FROM bookings b JOIN racks r ON r.id = b.rack_id "
+                   "JOIN devices d ON d.id = b.device_id WHERE b.released_at IS NULL "
+                   "AND dcl_airflow_refusal(r.airflow, d.airflow) IS NOT NULL") == 0);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // (RegisterDevice / UpdateDevice), judged by the schema's rules (0038/0039) against what stands
 // in the rack, through a real in-process server on a real PostgreSQL.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -88,9 +87,10 @@ class World : public testing::SuiteWorld {
   }
 
   std::string FeedNames() {
-    return db.Scalar(absl::StrCat("SELECT string_agg(name, ',' ORDER BY name) FROM power_feeds "
-                                  "WHERE rack_id = '",
-                                  rack_id, "'"));
+    return db.Scalar(
+        absl::StrCat("SELECT string_agg(name, ',' ORDER BY name) FROM power_feeds "
+                     "WHERE rack_id = '",
+                     rack_id, "'"));
   }
 
   std::string op, site_id, rack_id;
@@ -175,7 +175,8 @@ TEST_CASE("a rack's feeds are set as a set and judged where the set ends, agains
   SECTION("the same request id replays the first answer") {
     v1::RackRecord first, second;
     const std::string id = "5e1d0000-0000-4000-8000-000000000040";
-    testing::Call a = w.SetFeeds({World::Feed("A", 230, 32), World::Feed("B", 230, 32)}, &first, id);
+    testing::Call a =
+        w.SetFeeds({World::Feed("A", 230, 32), World::Feed("B", 230, 32)}, &first, id);
     REQUIRE(a.status.ok());
     CHECK_FALSE(a.replay());
     testing::Call b =
@@ -270,6 +271,59 @@ TEST_CASE("bad feeds are INVALID_ARGUMENT naming the field, before anything is w
   req.mutable_feeds(0)->set_max_utilization(0);
   REQUIRE(testing::Invoke(*w.inventory, &IS::SetPowerFeeds, w.op, req, &rack).status.ok());
   CHECK(rack.power_feeds(0).available_watts() == 17736);
+}
+
+}  // namespace
+}  // namespace dcl
+
+namespace dcl {
+namespace {
+
+TEST_CASE("a placed device's airflow is judged against its rack when it changes") {
+  World w;
+  v1::UpdateRackRequest rack_req;
+  rack_req.set_rack_id(w.rack_id);
+  rack_req.set_airflow(v1::AIRFLOW_FRONT_TO_REAR);
+  v1::RackRecord rack;
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, rack_req, &rack).status.ok());
+  const std::string device = w.Device(300, 2, v1::AIRFLOW_FRONT_TO_REAR, "D1");
+  REQUIRE(w.Place(device, 1).ok());
+
+  v1::UpdateDeviceRequest req;
+  req.set_device_id(device);
+  v1::Device updated;
+  req.set_airflow(v1::AIRFLOW_REAR_TO_FRONT);
+  v1::ErrorDetail detail =
+      DetailOf(testing::Invoke(*w.inventory, &IS::UpdateDevice, w.op, req, &updated).status);
+  CHECK(detail.reason() == v1::AIRFLOW_MISMATCH);
+  CHECK(detail.message() == absl::StrCat("device ", device,
+                                         " stands in rack R1 (airflow front-to-rear): its airflow "
+                                         "cannot become rear-to-front there; move or release it "
+                                         "first"));
+  CHECK(detail.metadata().at("rack_airflow") == "front-to-rear");
+  CHECK_FALSE(detail.metadata().at("booking_id").empty());
+
+  v1::UpdateDeviceRequest forget;
+  forget.set_device_id(device);
+  forget.set_airflow_unknown(true);
+  CHECK(DetailOf(testing::Invoke(*w.inventory, &IS::UpdateDevice, w.op, forget, &updated).status)
+            .reason() == v1::AIRFLOW_UNKNOWN);
+  // Nothing changed by the refusals; a sideways flow does not oppose the rack's.
+  CHECK(w.db.Scalar(absl::StrCat("SELECT airflow FROM devices WHERE id = '", device, "'")) ==
+        "front-to-rear");
+  req.set_airflow(v1::AIRFLOW_LEFT_TO_RIGHT);
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateDevice, w.op, req, &updated).status.ok());
+  CHECK(updated.airflow() == v1::AIRFLOW_LEFT_TO_RIGHT);
+
+  // Released, the device is no rack's business any more.
+  v1::ReleaseBookingRequest release;
+  release.set_booking_id(detail.metadata().at("booking_id"));
+  release.set_reason("unracked");
+  v1::Booking released;
+  REQUIRE(
+      w.occupancy->ReleaseBooking(testing::ContextWithToken(w.op).get(), release, &released).ok());
+  req.set_airflow(v1::AIRFLOW_REAR_TO_FRONT);
+  CHECK(testing::Invoke(*w.inventory, &IS::UpdateDevice, w.op, req, &updated).status.ok());
 }
 
 }  // namespace
