@@ -174,8 +174,10 @@ absl::StatusOr<std::optional<v1::Booking>> FindActivePlacement(pqxx::transaction
                                                                const std::string& device_id);
 
 // Dry run of CreateBooking against the rack's active bookings (a lapsed reservation counts as
-// free, as it would for CreateBooking). Bad input and unknown rack/device are returned as the
-// status itself, not as a rejection.
+// free, as it would for CreateBooking). The capacity rules are asked of the database by a trial
+// insert rolled back to a savepoint at once: the answer is the write's, reason and message, and
+// nothing stays written or locked. Bad input and unknown rack/device are returned as the status
+// itself, not as a rejection.
 absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Principal& principal,
                                         const BookingSpec& spec);
 
