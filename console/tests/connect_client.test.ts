@@ -260,7 +260,7 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const all = [InventoryService, OccupancyService, MoveService, ReservationService].flatMap((s) =>
     s.methods.map((m) => `${s.name}/${m.name}`),
   );
-  assert.equal(all.length, 41);
+  assert.equal(all.length, 42);
   assert.deepEqual(all.filter((name) => !called.has(name)), []);
 });
 
