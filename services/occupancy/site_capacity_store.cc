@@ -29,23 +29,33 @@ constexpr char kRacksSql[] =
     "WHERE r.site_id = $1::uuid ORDER BY r.name, r.id";
 
 // Per rack, what the window's bookings added and gave back: slots (a side of a unit), power
-// (also the heat) and weight, each booking with the figures it carries (none: 0). Found by
-// bookings_site_created_idx and bookings_site_released_idx (0043).
+// (also the heat) and weight, each booking with the figures it carries (none: 0). Two range
+// scans, each on its own index (0043): the bookings made in the window
+// (bookings_site_created_idx), and those made before it and released in it
+// (bookings_site_released_idx); so the cost follows the window's bookings, not the history.
 constexpr char kFlowSql[] =
-    "WITH since AS (SELECT now() - make_interval(days => $2::int) AS t), "
-    "w AS (SELECT b.rack_id, b.created_at > since.t AS made, "
-    "      coalesce(b.released_at > since.t, false) AS gone, "
-    "      (b.last_unit - b.first_unit + 1) * ((CASE WHEN b.front THEN 1 ELSE 0 END) "
-    "        + (CASE WHEN b.rear THEN 1 ELSE 0 END)) AS slots, "
-    "      coalesce(b.power_watts, 0) AS power, coalesce(b.weight_kg, 0) AS weight "
-    "    FROM bookings b, since WHERE b.site_id = $1::uuid "
-    "      AND (b.created_at > since.t OR b.released_at > since.t)) "
+    "WITH w AS ("
+    "  SELECT b.rack_id, true AS made, "
+    "      coalesce(b.released_at > now() - make_interval(days => $2::int), false) AS gone, "
+    "      b.first_unit, b.last_unit, b.front, b.rear, b.power_watts, b.weight_kg "
+    "    FROM bookings b WHERE b.site_id = $1::uuid "
+    "      AND b.created_at > now() - make_interval(days => $2::int) "
+    "  UNION ALL "
+    "  SELECT b.rack_id, false, true, b.first_unit, b.last_unit, b.front, b.rear, "
+    "      b.power_watts, b.weight_kg "
+    "    FROM bookings b WHERE b.site_id = $1::uuid AND b.released_at IS NOT NULL "
+    "      AND b.released_at > now() - make_interval(days => $2::int) "
+    "      AND b.created_at <= now() - make_interval(days => $2::int)), "
+    "f AS (SELECT rack_id, made, gone, "
+    "      (last_unit - first_unit + 1) * ((CASE WHEN front THEN 1 ELSE 0 END) "
+    "        + (CASE WHEN rear THEN 1 ELSE 0 END)) AS slots, "
+    "      coalesce(power_watts, 0) AS power, coalesce(weight_kg, 0) AS weight FROM w) "
     "SELECT rack_id::text, "
     "  coalesce(sum(slots) FILTER (WHERE made), 0), coalesce(sum(slots) FILTER (WHERE gone), 0), "
     "  coalesce(sum(power) FILTER (WHERE made), 0), coalesce(sum(power) FILTER (WHERE gone), 0), "
     "  coalesce(sum(weight) FILTER (WHERE made), 0), "
     "  coalesce(sum(weight) FILTER (WHERE gone), 0) "
-    "FROM w GROUP BY rack_id";
+    "FROM f GROUP BY rack_id";
 
 // The typical device: the lower median of the placed devices' figures (percentile_disc takes
 // the first value whose cumulative share reaches one half; NULLs are left out).
