@@ -80,8 +80,11 @@ ABSL_FLAG(std::string, height, "",
           "device register: units high (1..20); rack create: units (1..100)");
 ABSL_FLAG(std::string, depth, "unknown",
           "device register: full, half or unknown (claims both sides)");
-ABSL_FLAG(std::string, power, "", "device register: power draw in watts (absent: unknown)");
-ABSL_FLAG(std::string, weight, "", "device register: weight in kg (absent: unknown)");
+ABSL_FLAG(std::string, power, "",
+          "device register: power draw in watts (absent: unknown); capacity: a typical "
+          "device's draw");
+ABSL_FLAG(std::string, weight, "",
+          "device register: weight in kg (absent: unknown); capacity: a typical device's weight");
 ABSL_FLAG(std::string, power_ports, "",
           "device register: power ports (0..16; absent: unknown)");
 ABSL_FLAG(std::string, airflow, "",
@@ -90,6 +93,8 @@ ABSL_FLAG(std::string, airflow, "",
           "(absent: unknown); rack update: front-to-rear, rear-to-front or none");
 ABSL_FLAG(bool, none, false, "rack feeds: remove every feed of the rack");
 ABSL_FLAG(std::string, cooling, "", "rack update: cooling budget in watts (0: none)");
+ABSL_FLAG(std::string, window_days, "",
+          "capacity: the forecast's window in days back from now (1..365; absent: 30)");
 ABSL_FLAG(std::string, first_unit, "1", "rack create: the number of its first unit");
 ABSL_FLAG(bool, descending, false, "rack create: numbers grow from the top down");
 ABSL_FLAG(bool, front_only, false, "rack create: an open frame, no rear side");

@@ -57,6 +57,7 @@ ABSL_DECLARE_FLAG(std::string, weight);
 ABSL_DECLARE_FLAG(std::string, power_ports);
 ABSL_DECLARE_FLAG(std::string, airflow);
 ABSL_DECLARE_FLAG(std::string, cooling);
+ABSL_DECLARE_FLAG(std::string, window_days);
 ABSL_DECLARE_FLAG(bool, none);
 ABSL_DECLARE_FLAG(std::string, first_unit);
 ABSL_DECLARE_FLAG(bool, descending);

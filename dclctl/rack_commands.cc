@@ -105,6 +105,18 @@ int RackCapacity(Invocation& inv) {
       CapacityText);
 }
 
+int SiteCapacity(Invocation& inv) {
+  auto stub = StubFor<v1::OccupancyService>(inv, Service::kOccupancy);
+  v1::GetSiteCapacityRequest req;
+  req.set_site_id(inv.args[0]);
+  if (auto days = OptionalInt(FLAGS_window_days, "window_days")) req.set_window_days(*days);
+  if (auto power = OptionalInt(FLAGS_power, "power")) req.set_typical_power_watts(*power);
+  if (auto weight = OptionalInt(FLAGS_weight, "weight")) req.set_typical_weight_kg(*weight);
+  return Unary<v1::SiteCapacity>(
+      inv, Service::kOccupancy,
+      [&](grpc::ClientContext* c, v1::SiteCapacity* r) { return stub->GetSiteCapacity(c, req, r); },
+      SiteCapacityText);
+}
 
 int SiteList(Invocation& inv) {
   auto stub = InventoryStub(inv);
@@ -190,6 +202,15 @@ std::vector<Command> RackCommands() {
        1,
        Section::kRacks,
        RackCapacity},
+      {{"capacity"},
+       "SITE_ID [--window_days N] [--power W] [--weight KG]",
+       "the site's units, power, cooling and weight: used, free, stranded (free but unusable "
+       "because another dimension of its rack is full; --power/--weight: a typical device, "
+       "default the placed devices' median) and when each runs out at the recent booking rate",
+       1,
+       1,
+       Section::kRacks,
+       SiteCapacity},
       {{"site", "list"}, "", "the organization's sites", 0, 0, Section::kInventory, SiteList},
       {{"site", "create"},
        "--name NAME [--request_id T]",

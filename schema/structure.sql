@@ -2016,6 +2016,20 @@ CREATE INDEX bookings_reservation_expiry_idx ON public.bookings USING btree (exp
 
 
 --
+-- Name: bookings_site_created_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX bookings_site_created_idx ON public.bookings USING btree (site_id, created_at);
+
+
+--
+-- Name: bookings_site_released_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX bookings_site_released_idx ON public.bookings USING btree (site_id, released_at) WHERE (released_at IS NOT NULL);
+
+
+--
 -- Name: client_requests_created_idx; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -33,6 +33,10 @@ ABSL_FLAG(int, max_rows_per_second, 12000,
           "batches)");
 ABSL_FLAG(int, request_retention_hours, 7 * 24,
           "hours a client request id is kept for replays before it is deleted");
+ABSL_FLAG(int, capacity_window_days, 30,
+          "the sites' capacity gauges: the forecast's window in days (1..365)");
+ABSL_FLAG(int, capacity_max_sites, 1000,
+          "the sites' capacity gauges: at most this many sites, by id (0: no gauges)");
 ABSL_FLAG(std::string, sweeper_name, "",
           "this instance's row in sweeper_status (default: sweeper@<host name>)");
 
@@ -106,6 +110,18 @@ int main(int argc, char** argv) {
                      retention_hours);
     return 2;
   }
+  const int capacity_window_days = absl::GetFlag(FLAGS_capacity_window_days);
+  const int capacity_max_sites = absl::GetFlag(FLAGS_capacity_max_sites);
+  if (capacity_window_days < 1 || capacity_window_days > 365) {
+    spdlog::critical("--capacity_window_days must be between 1 and 365, not {}",
+                     capacity_window_days);
+    return dcl::kExitConfigurationError;
+  }
+  if (capacity_max_sites < 0 || capacity_max_sites > 100000) {
+    spdlog::critical("--capacity_max_sites must be between 0 and 100000, not {}",
+                     capacity_max_sites);
+    return dcl::kExitConfigurationError;
+  }
   // One batch at a time needs one connection, plus one when a broken one is being replaced.
   db_options.pool_size = std::min(db_options.pool_size, 2);
 
@@ -116,6 +132,8 @@ int main(int argc, char** argv) {
   options.batch_size = batch_size;
   options.max_rows_per_second = max_rows_per_second;
   options.request_retention = absl::Hours(retention_hours);
+  options.capacity_window_days = capacity_window_days;
+  options.capacity_max_sites = capacity_max_sites;
 
   // Before the first sweep, so that a scrape sees it. Useful with the daemon; with --once the
   // endpoint lives only as long as the sweep.

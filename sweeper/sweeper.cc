@@ -2,10 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "services/common/metrics.h"
 #include "services/common/request_ledger.h"
 #include "services/occupancy/booking_store.h"
+#include "services/occupancy/site_capacity.h"
+#include "services/occupancy/site_capacity_store.h"
 #include "services/reservation/reservation_store.h"
 
 namespace dcl {
@@ -56,6 +63,34 @@ SweeperMetrics& Metrics() {
   return *metrics;
 }
 
+// A site's capacity per dimension (GetSiteCapacity's figures), for the capacity alert.
+struct CapacityGauges {
+  MetricFamily<Gauge>& free;
+  MetricFamily<Gauge>& stranded;
+  MetricFamily<Gauge>& days_to_exhaustion;
+};
+
+CapacityGauges& Capacity() {
+  static CapacityGauges* gauges = [] {
+    MetricsRegistry& registry = MetricsRegistry::Default();
+    return new CapacityGauges{
+        registry.AddGauge("dcl_site_capacity_free",
+                          "free capacity of the site's racks per dimension (units: slots; power, "
+                          "cooling: W; weight: kg); a rack whose load is not known adds nothing",
+                          {"site_id", "dimension"}),
+        registry.AddGauge("dcl_site_capacity_stranded",
+                          "the part of free in racks where another dimension cannot take one "
+                          "typical device (the placed devices' median)",
+                          {"site_id", "dimension"}),
+        registry.AddGauge("dcl_site_capacity_days_to_exhaustion",
+                          "days until free reaches 0 at the net booking rate of the last window "
+                          "(booked less released, per day); +Inf when that rate is 0 or negative",
+                          {"site_id", "dimension"}),
+    };
+  }();
+  return *gauges;
+}
+
 class RealClockImpl final : public Clock {
  public:
   absl::Time Now() override { return absl::Now(); }
@@ -103,6 +138,7 @@ Clock& RealClock() {
 
 Sweeper::Sweeper(DbPool& pool, SweeperOptions options, Clock& clock)
     : pool_(pool), options_(std::move(options)), clock_(clock) {
+  Capacity();
   Metrics();  // registered now, so that a scrape before the first sweep shows them (as 0)
 }
 
@@ -224,6 +260,39 @@ void Sweeper::RecordFailure(const absl::Status& status) {
   }
 }
 
+absl::Status Sweeper::RefreshCapacityGauges() {
+  if (options_.capacity_max_sites <= 0) return absl::OkStatus();
+  struct SiteResult {
+    std::string site_id;
+    std::array<occupancy::DimensionCapacity, occupancy::kSiteDimensionCount> dimensions;
+  };
+  std::vector<SiteResult> results;
+  absl::Status read = pool_.Transact([&](pqxx::work& tx) -> absl::Status {
+    results.clear();
+    for (const std::string& site_id : occupancy::ListSiteIds(tx, options_.capacity_max_sites)) {
+      absl::StatusOr<occupancy::SiteFigures> figures =
+          occupancy::LoadSiteFigures(tx, /*org_id=*/"", site_id, options_.capacity_window_days);
+      if (!figures.ok()) return figures.status();
+      results.push_back({site_id, occupancy::ComputeSiteCapacity(
+                                      figures->racks, figures->median_device,
+                                      options_.capacity_window_days)});
+    }
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  for (const SiteResult& site : results) {
+    for (const occupancy::DimensionCapacity& d : site.dimensions) {
+      const std::vector<std::string> labels = {site.site_id,
+                                               occupancy::SiteDimensionName(d.dimension)};
+      Capacity().free.WithLabels(labels).Set(static_cast<double>(d.free));
+      Capacity().stranded.WithLabels(labels).Set(static_cast<double>(d.stranded));
+      Capacity().days_to_exhaustion.WithLabels(labels).Set(
+          d.days_to_exhaustion.value_or(std::numeric_limits<double>::infinity()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 void Sweeper::Run() {
   spdlog::info("sweeper {} running: every {}, batches of {}", options_.name,
                absl::FormatDuration(options_.interval), options_.batch_size);
@@ -232,6 +301,10 @@ void Sweeper::Run() {
     // loop never ends on its own.
     if (!SweepOnce().ok()) {
       spdlog::info("next attempt in {}", absl::FormatDuration(options_.interval));
+    }
+    // The gauges keep their last values when the read fails; the sweep's own metrics say why.
+    if (absl::Status gauges = RefreshCapacityGauges(); !gauges.ok()) {
+      spdlog::warn("capacity gauges not refreshed: {}", Describe(gauges));
     }
     if (stop_.HasBeenNotified()) break;
     clock_.SleepUntil(clock_.Now() + options_.interval, stop_);

@@ -70,6 +70,10 @@ struct SweeperOptions {
   // How long a client request id is kept (services/common/request_ledger.h): a retry later than
   // this runs its write again. Long enough for any client's retry loop and a weekend's outage.
   absl::Duration request_retention = absl::Hours(7 * 24);
+  // The sites' capacity gauges (RefreshCapacityGauges), refreshed after each sweep of Run():
+  // the forecast's window, and at most this many sites (by id; 0: no gauges).
+  int capacity_window_days = 30;
+  int capacity_max_sites = 1000;
 };
 
 // What one sweep did.
@@ -100,6 +104,13 @@ class Sweeper {
   // A database failure ends the sweep with its status (already committed batches stay) and is
   // recorded as the last failure when the database still answers.
   absl::StatusOr<SweepResult> SweepOnce();
+
+  // The capacity of every site (up to capacity_max_sites), as GetSiteCapacity computes it with
+  // the median typical device, set into the gauges dcl_site_capacity_free,
+  // dcl_site_capacity_stranded and dcl_site_capacity_days_to_exhaustion ({site_id, dimension};
+  // +Inf days when the net rate is 0 or negative). One read-only transaction, a few indexed
+  // statements per site, once per interval: the cost does not grow with scrapes.
+  absl::Status RefreshCapacityGauges();
 
   // The daemon: sweeps, sleeps one interval, and again, until RequestStop(). A failed sweep is
   // logged and retried at the next interval; nothing here ends the loop but a stop request.

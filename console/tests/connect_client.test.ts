@@ -145,6 +145,9 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const capacity = await operator.occupancy.getRackCapacity({ rackId: rack.id });
   assert.equal(capacity.powerWatts?.knownUsed, 800n);
   mark("OccupancyService/GetRackCapacity");
+  const siteCapacity = await operator.occupancy.getSiteCapacity({ siteId: site.id });
+  assert.deepEqual(siteCapacity.dimensions.map((d) => d.dimension), ["units", "power", "cooling", "weight"]);
+  mark("OccupancyService/GetSiteCapacity");
   const block = await operator.occupancy.blockUnits({ rackId: rack.id, bothSides: true, firstUnit: 40, lastUnit: 41, reason: "PDU", requestId: `block-${unique}` });
   assert.equal(block.kind, BookingKind.BOOKING_BLOCKING);
   const blocked = (await operator.occupancy.getRack({ rackId: rack.id })).occupied.filter((s) => s.bookingId === block.id);
@@ -257,7 +260,7 @@ test("every RPC over HTTP/JSON with the official Connect client", async () => {
   const all = [InventoryService, OccupancyService, MoveService, ReservationService].flatMap((s) =>
     s.methods.map((m) => `${s.name}/${m.name}`),
   );
-  assert.equal(all.length, 41);
+  assert.equal(all.length, 42);
   assert.deepEqual(all.filter((name) => !called.has(name)), []);
 });
 

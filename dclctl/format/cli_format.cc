@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -426,6 +427,48 @@ std::vector<std::string> CapacityText(const v1::RackCapacity& c) {
   if (c.feeds().empty()) rows.push_back({"power feeds", "- (none recorded)"});
   for (const v1::FeedCapacity& f : c.feeds()) rows.push_back({"feed " + f.name(), FeedText(f)});
   return KeyValues(rows);
+}
+
+std::vector<std::string> SiteCapacityText(const v1::SiteCapacity& c) {
+  auto unit_of = [](const std::string& dimension) -> std::string {
+    if (dimension == "units") return "slots";
+    if (dimension == "weight") return "kg";
+    return "W";
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::SiteCapacityDimension& d : c.dimensions()) {
+    const std::string unit = unit_of(d.dimension());
+    rows.push_back({d.dimension(), absl::StrCat(d.racks()), absl::StrCat(d.total(), " ", unit),
+                    absl::StrCat(d.used()), absl::StrCat(d.free()), absl::StrCat(d.stranded()),
+                    d.unknown_racks() == 0
+                        ? "-"
+                        : absl::StrCat("<= ", d.unknown_free(), " in ", d.unknown_racks(),
+                                       d.unknown_racks() == 1 ? " rack" : " racks")});
+  }
+  std::vector<std::string> lines = {
+      absl::StrCat("site ", c.site_id(), ": ", c.rack_count(),
+                   c.rack_count() == 1 ? " rack" : " racks", "; a typical device ",
+                   c.typical_power_watts(), " W, ", c.typical_weight_kg(), " kg")};
+  for (std::string& line :
+       FormatTable({"DIMENSION", "RACKS", "TOTAL", "USED", "FREE", "STRANDED", "NOT KNOWN"}, rows)) {
+    lines.push_back(std::move(line));
+  }
+  lines.push_back(absl::StrCat("forecast over the last ", c.window_days(),
+                               " days (booked less released, per day):"));
+  for (const v1::SiteCapacityDimension& d : c.dimensions()) {
+    std::string line = absl::StrCat("  ", d.dimension(), ": +", d.booked_in_window(), " -",
+                                    d.released_in_window(), " ", unit_of(d.dimension()), ", ",
+                                    absl::StrFormat("%.2f", d.net_per_day()), "/day: ");
+    if (!d.has_days_to_exhaustion()) {
+      absl::StrAppend(&line, "does not run out at this rate");
+    } else {
+      absl::StrAppend(&line, "free runs out in ",
+                      absl::StrFormat("%.1f", d.days_to_exhaustion()), " days");
+      if (d.days_to_exhaustion() < 90) absl::StrAppend(&line, " (within 90 days)");
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
 }
 
 std::vector<std::string> PlanText(const v1::PlanBookingResponse& plan) {

@@ -81,6 +81,9 @@ std::string TimestampText(const google::protobuf::Timestamp& ts);
 // Human-readable answers.
 std::vector<std::string> BookingText(const v1::Booking& booking);
 std::vector<std::string> CapacityText(const v1::RackCapacity& capacity);
+// A site's capacity: one line per dimension (total, used, free, stranded, not known) and one
+// per forecast (the net rate and the days until free runs out at it).
+std::vector<std::string> SiteCapacityText(const v1::SiteCapacity& capacity);
 std::vector<std::string> PlanText(const v1::PlanBookingResponse& plan);
 std::vector<std::string> MoveText(const v1::Move& move);
 std::vector<std::string> MovesTable(const v1::ListMovesResponse& moves);

@@ -43,6 +43,7 @@ enum class Rpc : uint8_t {
   kReleaseBooking,
   kPlanDelivery,
   kReserveDelivery,
+  kGetSiteCapacity,
   // MoveService
   kStartMove,
   kAdvanceMove,
@@ -102,6 +103,7 @@ inline constexpr std::array<RpcInfo, kRpcCount> kRpcTable = {{
     {Rpc::kReleaseBooking, "/dcl.v1.OccupancyService/ReleaseBooking", kOperator},
     {Rpc::kPlanDelivery, "/dcl.v1.OccupancyService/PlanDelivery", kOperator},
     {Rpc::kReserveDelivery, "/dcl.v1.OccupancyService/ReserveDelivery", kOperator},
+    {Rpc::kGetSiteCapacity, "/dcl.v1.OccupancyService/GetSiteCapacity", kOperator},
     {Rpc::kStartMove, "/dcl.v1.MoveService/StartMove", kOperator},
     {Rpc::kAdvanceMove, "/dcl.v1.MoveService/AdvanceMove", kOperator},
     {Rpc::kCancelMove, "/dcl.v1.MoveService/CancelMove", kOperator},

@@ -58,6 +58,10 @@ inline constexpr int64_t kMaxBatchItems = 500;
 // Devices in one delivery (PlanDelivery / ReserveDelivery), a spec's count included.
 inline constexpr int64_t kMaxDeliveryItems = 1000;
 
+// GetSiteCapacity's forecast window (days back from now): a month by default, at most a year.
+inline constexpr int64_t kDefaultCapacityWindowDays = 30;
+inline constexpr int64_t kMaxCapacityWindowDays = 365;
+
 // The range one integer field of one request message may take, inclusive.
 struct IntegerRange {
   const char* message;  // full protobuf name, e.g. "dcl.v1.PlaceDeviceRequest"
@@ -96,6 +100,9 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.PlannedDeliveryItem", "power_watts", 0, kMaxDevicePowerWatts},
     {"dcl.v1.PlannedDeliveryItem", "weight_kg", 0, kMaxDeviceWeightKg},
     {"dcl.v1.Slot", "unit", 0, kMaxRackUnit},
+    {"dcl.v1.GetSiteCapacityRequest", "window_days", 0, kMaxCapacityWindowDays},
+    {"dcl.v1.GetSiteCapacityRequest", "typical_power_watts", 0, kMaxDevicePowerWatts},
+    {"dcl.v1.GetSiteCapacityRequest", "typical_weight_kg", 0, kMaxDeviceWeightKg},
     {"dcl.v1.ReserveDeliveryRequest", "ttl_seconds", 0, kMaxRackReservationTtlSeconds},
     {"dcl.v1.StartMoveRequest", "destination_unit", 0, kMaxRackUnit},
     {"dcl.v1.ListMovesRequest", "page_size", 0, kMaxRequestedPageSize},

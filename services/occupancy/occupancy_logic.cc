@@ -12,6 +12,8 @@
 #include "services/common/validation.h"
 #include "services/devices/device_custody.h"
 #include "services/occupancy/rack_store.h"
+#include "services/occupancy/site_capacity.h"
+#include "services/occupancy/site_capacity_store.h"
 
 namespace dcl::occupancy {
 namespace {
@@ -131,6 +133,43 @@ absl::Status OccupancyLogic::GetRackCapacity(const Principal& p,
       most = std::max(most, carried);
     }
     feed->set_headroom_watts(f.available_watts - most);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OccupancyLogic::GetSiteCapacity(const Principal& p,
+                                             const v1::GetSiteCapacityRequest& req,
+                                             v1::SiteCapacity* out) {
+  if (absl::Status s = CheckId("site_id", req.site_id()); !s.ok()) return s;
+  // window_days and the typical figures are bounded by the gate (validation.h).
+  const int window_days = static_cast<int>(
+      req.window_days() == 0 ? kDefaultCapacityWindowDays : req.window_days());
+  absl::StatusOr<SiteFigures> figures = pool_.Transact([&](pqxx::work& tx) {
+    return LoadSiteFigures(tx, p.org_id, req.site_id(), window_days);
+  });
+  if (!figures.ok()) return figures.status();
+  TypicalDevice typical = figures->median_device;
+  if (req.has_typical_power_watts()) typical.power_watts = req.typical_power_watts();
+  if (req.has_typical_weight_kg()) typical.weight_kg = req.typical_weight_kg();
+  out->set_site_id(req.site_id());
+  out->set_window_days(window_days);
+  out->set_typical_power_watts(typical.power_watts);
+  out->set_typical_weight_kg(typical.weight_kg);
+  out->set_rack_count(static_cast<int32_t>(figures->racks.size()));
+  for (const DimensionCapacity& d : ComputeSiteCapacity(figures->racks, typical, window_days)) {
+    v1::SiteCapacityDimension* dim = out->add_dimensions();
+    dim->set_dimension(SiteDimensionName(d.dimension));
+    dim->set_racks(d.racks);
+    dim->set_total(d.total);
+    dim->set_used(d.used);
+    dim->set_free(d.free);
+    dim->set_stranded(d.stranded);
+    dim->set_unknown_racks(d.unknown_racks);
+    dim->set_unknown_free(d.unknown_free);
+    dim->set_booked_in_window(d.booked_in_window);
+    dim->set_released_in_window(d.released_in_window);
+    dim->set_net_per_day(d.net_per_day);
+    if (d.days_to_exhaustion) dim->set_days_to_exhaustion(*d.days_to_exhaustion);
   }
   return absl::OkStatus();
 }

@@ -73,6 +73,12 @@ class OccupancyLogic {
   absl::Status ReserveDelivery(const Principal& p, const v1::ReserveDeliveryRequest& req,
                                v1::DeliveryReservation* out, bool* replayed = nullptr);
 
+  // A read of the site's capacity per dimension with its stranded part and a forecast, in one
+  // snapshot: the figures by site_capacity_store.h, the arithmetic by site_capacity.h (the
+  // rules are stated on SiteCapacityDimension in occupancy.proto).
+  absl::Status GetSiteCapacity(const Principal& p, const v1::GetSiteCapacityRequest& req,
+                               v1::SiteCapacity* out);
+
  private:
   // The one booking write of PlaceDevice, BlockUnits and ReserveUnits, under `request`'s id.
   absl::Status Create(const Principal& p, const BookingSpec& spec, Rpc rpc,

@@ -76,4 +76,11 @@ grpc::Status OccupancyServiceImpl::ReserveDelivery(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status OccupancyServiceImpl::GetSiteCapacity(grpc::ServerContext* ctx,
+                                                   const v1::GetSiteCapacityRequest* req,
+                                                   v1::SiteCapacity* resp) {
+  return gate_.Run(ctx, Rpc::kGetSiteCapacity, *req,
+                   [&](const Principal& p) { return logic_.GetSiteCapacity(p, *req, resp); });
+}
+
 }  // namespace dcl::occupancy

@@ -35,6 +35,8 @@ class OccupancyServiceImpl final : public v1::OccupancyService::Service {
                             v1::DeliveryPlan* resp) override;
   grpc::Status ReserveDelivery(grpc::ServerContext* ctx, const v1::ReserveDeliveryRequest* req,
                                v1::DeliveryReservation* resp) override;
+  grpc::Status GetSiteCapacity(grpc::ServerContext* ctx, const v1::GetSiteCapacityRequest* req,
+                               v1::SiteCapacity* resp) override;
 
  private:
   RpcGate& gate_;

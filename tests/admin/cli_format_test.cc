@@ -171,6 +171,53 @@ TEST_CASE("a plan reads as the units it would claim, or as its refusal") {
         std::vector<std::string>{"would be refused (OUT_OF_BOUNDS): U43 is outside U1-U42"});
 }
 
+TEST_CASE("a site's capacity reads as one row per dimension and one forecast line each") {
+  v1::SiteCapacity c;
+  c.set_site_id("s1");
+  c.set_window_days(30);
+  c.set_typical_power_watts(450);
+  c.set_typical_weight_kg(20);
+  c.set_rack_count(3);
+  v1::SiteCapacityDimension* units = c.add_dimensions();
+  units->set_dimension("units");
+  units->set_racks(3);
+  units->set_total(252);
+  units->set_used(6);
+  units->set_free(246);
+  units->set_stranded(80);
+  units->set_booked_in_window(6);
+  units->set_released_in_window(1);
+  units->set_net_per_day(5.0 / 30);
+  units->set_days_to_exhaustion(1476);
+  v1::SiteCapacityDimension* power = c.add_dimensions();
+  power->set_dimension("power");
+  power->set_racks(2);
+  power->set_total(7000);
+  power->set_used(2250);
+  power->set_free(4550);
+  power->set_unknown_racks(1);
+  power->set_unknown_free(200);
+  power->set_booked_in_window(2250);
+  power->set_released_in_window(450);
+  power->set_net_per_day(60);
+  power->set_days_to_exhaustion(4550 / 60.0);
+  v1::SiteCapacityDimension* cooling = c.add_dimensions();
+  cooling->set_dimension("cooling");
+  const std::vector<std::string> text = SiteCapacityText(c);
+  REQUIRE(text.size() == 9);
+  CHECK(text[0] == "site s1: 3 racks; a typical device 450 W, 20 kg");
+  CHECK(text[1].find("DIMENSION") == 0);
+  CHECK(text[2].find("units") == 0);
+  CHECK(text[2].find("252 slots") != std::string::npos);
+  CHECK(text[2].find("80") != std::string::npos);
+  CHECK(text[3].find("<= 200 in 1 rack") != std::string::npos);
+  CHECK(text[5] == "forecast over the last 30 days (booked less released, per day):");
+  CHECK(text[6] == "  units: +6 -1 slots, 0.17/day: free runs out in 1476.0 days");
+  CHECK(text[7] ==
+        "  power: +2250 -450 W, 60.00/day: free runs out in 75.8 days (within 90 days)");
+  CHECK(text[8] == "  cooling: +0 -0 W, 0.00/day: does not run out at this rate");
+}
+
 TEST_CASE("a move event reads as time, sequence, transition, actor and note") {
   v1::MoveEvent event;
   event.set_sequence(2);

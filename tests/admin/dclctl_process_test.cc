@@ -195,6 +195,32 @@ TEST_CASE("--json: answers parse back into the contract's messages, failures int
   CHECK(absl::StrContains(plan.out, "\"ok\": false"));
 }
 
+TEST_CASE("dclctl capacity reads the site: a row per dimension and its forecast") {
+  World w;
+  REQUIRE(Run(w, {"block", "--rack", w.rack_a, "--both_sides", "--first", "30", "--last", "31",
+                  "--reason", "broken rail"})
+              .exit == 0);
+  Result capacity = Run(w, {"capacity", w.site});
+  INFO(capacity.out << capacity.err);
+  REQUIRE(capacity.exit == 0);
+  CHECK(absl::StrContains(capacity.out, "site " + w.site + ": 2 racks"));
+  CHECK(absl::StrContains(capacity.out, "178 slots"));  // 42 and 47 units, front and rear
+  // 4 slots booked in 30 days, 174 free: 174 / (4 / 30) days.
+  CHECK(absl::StrContains(capacity.out,
+                          "units: +4 -0 slots, 0.13/day: free runs out in 1305.0 days"));
+  CHECK(absl::StrContains(capacity.out, "power: +0 -0 W, 0.00/day: does not run out"));
+
+  Result json = Run(w, {"capacity", w.site, "--window_days", "10", "--json"});
+  REQUIRE(json.exit == 0);
+  const v1::SiteCapacity read = FromJson<v1::SiteCapacity>(json.out);
+  CHECK(read.window_days() == 10);
+  REQUIRE(read.dimensions_size() == 4);
+  CHECK(read.dimensions(0).free() == 174);
+
+  Result too_long = Run(w, {"capacity", w.site, "--window_days", "400"});
+  CHECK(too_long.exit != 0);
+}
+
 TEST_CASE("block, plan against it, release it, plan again; capacity follows") {
   World w;
   Result blocked = Run(w, {"block", "--rack", w.rack_a, "--both_sides", "--first", "30", "--last",

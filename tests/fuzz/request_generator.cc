@@ -106,6 +106,10 @@ const std::map<std::string, std::vector<std::string>>& Templates() {
              items { spec { height_units: {int:1..2} depth_class: DEPTH_HALF count: {int:0..2} } } })",
         R"(planned { items { rack_id: "{rack}" name: "x" side: {side} unit: {unit}
                              slots { side: {side} unit: {unit} } } })"}},
+      {"dcl.v1.OccupancyService.GetSiteCapacity",
+       {R"(site_id: "{site}")",
+        R"(site_id: "{site}" window_days: {int:0..365} typical_power_watts: {int:0..2000}
+           typical_weight_kg: {int:0..60})"}},
       {"dcl.v1.MoveService.StartMove",
        {R"(request_id: "{key}" device_id: "{device:placed}" destination_rack_id: "{rack:site1}"
            destination_side: {side} destination_unit: {unit} as_draft: {bool} note: "fuzz")",

@@ -189,6 +189,12 @@ std::map<Rpc, Call> Calls() {
     return Unary<v1::ReserveDeliveryRequest, v1::DeliveryReservation>(
         *s.occupancy, &OS::ReserveDelivery, t, r);
   };
+  calls[Rpc::kGetSiteCapacity] = [](Suite& s, const std::string& t, const Ids& ids) {
+    v1::GetSiteCapacityRequest r;
+    r.set_site_id(ids.site);
+    return Unary<v1::GetSiteCapacityRequest, v1::SiteCapacity>(*s.occupancy,
+                                                               &OS::GetSiteCapacity, t, r);
+  };
   calls[Rpc::kStartMove] = [request_id](Suite& s, const std::string& t, const Ids& ids) {
     v1::StartMoveRequest r;
     r.set_request_id(request_id);
