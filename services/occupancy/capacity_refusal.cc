@@ -10,8 +10,9 @@ namespace dcl::occupancy {
 namespace {
 
 // The capacity rules (schema/migrations/0038_capacity_feeds_cooling.sql, 0039_capacity_power_
-// weight.sql, 0040_capacity_ports.sql): a budget row over its capacity, a row whose load is partly unknown, or a device
-// booking's figure a budget cannot decide. A rack without budget rows and airflow has none.
+// weight.sql, 0040_capacity_ports.sql): a budget row over its capacity, a row whose load is partly
+// unknown, or a device booking's figure a budget cannot decide. A rack without budget rows and
+// airflow has none.
 constexpr char kFeedWithinRating[] = "rack_feed_within_rating";
 constexpr char kFeedRedundancy[] = "rack_feed_redundancy";
 constexpr char kCoolingWithinBudget[] = "rack_cooling_within_budget";
