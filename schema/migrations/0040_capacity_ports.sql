@@ -28,6 +28,8 @@
 --   No allowance and no unknown count (0039's adoption): no rack offers ports when this runs, and
 --     a rack given ports later is rebuilt from its bookings, which refuses a configuration its
 --     standing devices exceed or whose devices lack the figure.
+--     So no booking on a rack with ports lacks the figure, and 0039's devices_fill_booking_figures
+--     is not extended: a device's later change of network_ports leaves its bookings' fixed needs.
 --
 -- Enforced here (schema), whatever path writes: every rule above, and the figures of an active
 -- booking fixed (bookings_figures_fixed now covers network_ports). Releases, promotions and the
