@@ -91,6 +91,10 @@ ABSL_FLAG(std::string, airflow, "",
           "device register: front-to-rear, rear-to-front, left-to-right, right-to-left, "
           "side-to-rear, rear-to-side, bottom-to-top, top-to-bottom, passive or mixed "
           "(absent: unknown); rack update: front-to-rear, rear-to-front or none");
+ABSL_FLAG(std::string, ports, "",
+          "device register: network ports needed, SPEED:COUNT,... (e.g. 10g:2,1g:1; none: needs "
+          "none; absent: unknown); rack update: switch ports offered (none: none recorded); "
+          "speeds 1g, 10g, 25g, 100g");
 ABSL_FLAG(bool, none, false, "rack feeds: remove every feed of the rack");
 ABSL_FLAG(std::string, cooling, "", "rack update: cooling budget in watts (0: none)");
 ABSL_FLAG(std::string, window_days, "",

@@ -55,6 +55,7 @@ ABSL_DECLARE_FLAG(std::string, depth);
 ABSL_DECLARE_FLAG(std::string, power);
 ABSL_DECLARE_FLAG(std::string, weight);
 ABSL_DECLARE_FLAG(std::string, power_ports);
+ABSL_DECLARE_FLAG(std::string, ports);
 ABSL_DECLARE_FLAG(std::string, airflow);
 ABSL_DECLARE_FLAG(std::string, cooling);
 ABSL_DECLARE_FLAG(std::string, window_days);

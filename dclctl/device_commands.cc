@@ -65,6 +65,14 @@ int DeviceRegister(Invocation& inv) {
     }
     req.set_airflow(value);
   }
+  const std::string ports = absl::GetFlag(FLAGS_ports);
+  if (!ports.empty()) {
+    req.set_network_ports_known(true);
+    std::string error;
+    if (ports != "none" && !ParsePortCounts(ports, req.mutable_network_ports(), &error)) {
+      throw UsageError(error);
+    }
+  }
   req.set_initial_state(StateFlag(false));
   req.set_request_id(WriteRequestId());
   auto stub = InventoryStub(inv);
@@ -111,7 +119,7 @@ std::vector<Command> DeviceCommands() {
       {{"device", "register"},
        "--site S --vendor V --model M --height U [--depth full|half|unknown] [--serial S] "
        "[--profile P] [--power W] [--weight KG] [--power_ports N] [--airflow A] "
-       "[--state staging|normal] [--request_id T]",
+       "[--ports 10g:2,1g:1|none] [--state staging|normal] [--request_id T]",
        "a new device, staging unless --state normal",
        0,
        0,

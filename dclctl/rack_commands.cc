@@ -88,6 +88,14 @@ int RackUpdate(Invocation& inv) {
     }
     req.set_airflow(value);
   }
+  const std::string ports = absl::GetFlag(FLAGS_ports);
+  if (!ports.empty()) {
+    req.set_set_switch_ports(true);
+    std::string error;
+    if (ports != "none" && !ParsePortCounts(ports, req.mutable_switch_ports(), &error)) {
+      throw UsageError(error);
+    }
+  }
   req.set_request_id(WriteRequestId());
   auto stub = InventoryStub(inv);
   return Write<v1::RackRecord>(
@@ -244,8 +252,10 @@ std::vector<Command> RackCommands() {
        RackFeeds},
       {{"rack", "update"},
        "RACK_ID [--name N] [--power W] [--weight KG] [--cooling W] "
-       "[--airflow front-to-rear|rear-to-front|none] [--request_id T]",
-       "changes a rack's name, budgets or airflow (0: no budget), judged against its load",
+       "[--airflow front-to-rear|rear-to-front|none] [--ports 10g:48,25g:8|none] "
+       "[--request_id T]",
+       "changes a rack's name, budgets, airflow or switch ports (0: no budget), judged against "
+       "its load",
        1,
        1,
        Section::kInventory,

@@ -70,6 +70,23 @@ CREATE FUNCTION public.dcl_airflow_refusal(rack_airflow text, device_airflow tex
 $$;
 
 
+--
+-- Name: dcl_port_counts_valid(jsonb, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_port_counts_valid(p jsonb, p_max bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT jsonb_typeof(p) = 'object'
+     AND NOT EXISTS (
+           SELECT 1 FROM jsonb_each(p) e
+            WHERE e.key <> ALL (dcl_port_speeds())
+               OR CASE WHEN jsonb_typeof(e.value) <> 'number' THEN true
+                       ELSE e.value::numeric <> trunc(e.value::numeric)
+                            OR e.value::numeric NOT BETWEEN 0 AND p_max END)
+$$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -100,8 +117,10 @@ CREATE TABLE public.bookings (
     power_ports bigint,
     feed_ids uuid[],
     weight_kg bigint,
+    network_ports jsonb,
     CONSTRAINT bookings_created_by_nonempty CHECK ((created_by <> ''::text)),
     CONSTRAINT bookings_kind_valid CHECK ((kind = ANY (ARRAY['placement'::text, 'blocking'::text, 'move_hold'::text, 'reservation'::text]))),
+    CONSTRAINT bookings_network_ports_valid CHECK (public.dcl_port_counts_valid(network_ports, (1024)::bigint)),
     CONSTRAINT bookings_placement_needs_device CHECK (((kind <> 'placement'::text) OR (device_id IS NOT NULL))),
     CONSTRAINT bookings_placement_never_expires CHECK (((kind <> 'placement'::text) OR (expires_at IS NULL))),
     CONSTRAINT bookings_power_ports_nonnegative CHECK ((power_ports >= 0)),
@@ -123,7 +142,7 @@ CREATE FUNCTION public.dcl_booking_contribution(b public.bookings) RETURNS TABLE
     AS $$
   SELECT c.dimension, c.key, c.amount
     FROM dcl_capacity_contribution(b.rack_id, b.power_watts, b.power_ports, b.feed_ids,
-                                   b.weight_kg) c
+                                   b.weight_kg, b.network_ports) c
    WHERE b.released_at IS NULL
      AND ((b.device_id IS NOT NULL AND b.kind IN ('placement', 'move_hold'))
           OR (b.kind = 'reservation' AND c.amount IS NOT NULL
@@ -212,18 +231,20 @@ BEGIN
     NEW.power_watts := NULL;
     NEW.power_ports := NULL;
     NEW.weight_kg := NULL;
+    NEW.network_ports := NULL;
     RETURN NEW;
   END IF;
   SELECT * INTO v_device FROM devices WHERE id = NEW.device_id;
   NEW.power_watts := v_device.power_draw_watts;
   NEW.power_ports := v_device.power_port_count;
   NEW.weight_kg := v_device.weight_kg;
+  NEW.network_ports := v_device.network_ports;
   IF NEW.feed_ids IS NULL AND NEW.power_ports > 0
      AND NEW.power_ports < (SELECT count(*) FROM power_feeds WHERE rack_id = NEW.rack_id) THEN
     NEW.feed_ids := dcl_choose_feeds(NEW.rack_id, NEW.power_ports);
   END IF;
   PERFORM dcl_check_booking_figures(NEW.rack_id, NEW.device_id, NEW.power_watts, NEW.power_ports,
-                                    NEW.feed_ids, NEW.weight_kg);
+                                    NEW.feed_ids, NEW.weight_kg, NEW.network_ports);
   RETURN NEW;
 END
 $$;
@@ -242,7 +263,9 @@ BEGIN
      AND ((OLD.power_watts IS NOT NULL AND NEW.power_watts IS DISTINCT FROM OLD.power_watts)
           OR (OLD.power_ports IS NOT NULL AND NEW.power_ports IS DISTINCT FROM OLD.power_ports)
           OR (OLD.feed_ids IS NOT NULL AND NEW.feed_ids IS DISTINCT FROM OLD.feed_ids)
-          OR (OLD.weight_kg IS NOT NULL AND NEW.weight_kg IS DISTINCT FROM OLD.weight_kg)) THEN
+          OR (OLD.weight_kg IS NOT NULL AND NEW.weight_kg IS DISTINCT FROM OLD.weight_kg)
+          OR (OLD.network_ports IS NOT NULL
+              AND NEW.network_ports IS DISTINCT FROM OLD.network_ports)) THEN
     RAISE EXCEPTION 'booking %: the figures an active booking counts are fixed when it is made',
       OLD.id
       USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_figures_fixed';
@@ -320,6 +343,22 @@ $$;
 
 
 --
+-- Name: dcl_capacity_contribution(uuid, bigint, bigint, uuid[], bigint, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_capacity_contribution(p_rack uuid, p_power bigint, p_ports bigint, p_feed_ids uuid[], p_weight bigint, p_network_ports jsonb) RETURNS TABLE(dimension text, key text, amount bigint)
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT c.dimension, c.key, c.amount
+    FROM dcl_capacity_contribution(p_rack, p_power, p_ports, p_feed_ids, p_weight) c
+  UNION ALL
+  SELECT 'ports', n.key, n.value::bigint
+    FROM jsonb_each_text(p_network_ports) n
+   WHERE n.value::bigint > 0
+$$;
+
+
+--
 -- Name: dcl_check_booking_figures(uuid, uuid, bigint, bigint, uuid[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -391,6 +430,25 @@ BEGIN
       USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_weight_known';
   END IF;
   PERFORM dcl_check_booking_figures(p_rack, p_device, p_power, p_ports, p_feed_ids);
+END
+$$;
+
+
+--
+-- Name: dcl_check_booking_figures(uuid, uuid, bigint, bigint, uuid[], bigint, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_check_booking_figures(p_rack uuid, p_device uuid, p_power bigint, p_ports bigint, p_feed_ids uuid[], p_weight bigint, p_network_ports jsonb) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+  IF p_network_ports IS NULL THEN
+    IF (SELECT switch_ports FROM racks WHERE id = p_rack) IS NOT NULL THEN
+      RAISE EXCEPTION 'device % has no network port figure (devices.network_ports)', p_device
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'bookings_ports_known';
+    END IF;
+  END IF;
+  PERFORM dcl_check_booking_figures(p_rack, p_device, p_power, p_ports, p_feed_ids, p_weight);
 END
 $$;
 
@@ -700,6 +758,15 @@ $$;
 
 
 --
+-- Name: dcl_port_speeds(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dcl_port_speeds() RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT ARRAY['1g', '10g', '25g', '100g'] $$;
+
+
+--
 -- Name: dcl_power_feeds_judge(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -743,7 +810,7 @@ CREATE FUNCTION public.dcl_rack_budget_drift() RETURNS TABLE(rack_id uuid, dimen
     SELECT r.id AS rack_id, e.dimension, e.key, e.used, e.unknown
       FROM racks r, dcl_rack_budgets_expected(r.id) e
      WHERE r.cooling_budget_watts IS NOT NULL OR r.power_budget_watts IS NOT NULL
-        OR r.weight_budget_kg IS NOT NULL
+        OR r.weight_budget_kg IS NOT NULL OR r.switch_ports IS NOT NULL
         OR EXISTS (SELECT 1 FROM power_feeds f WHERE f.rack_id = r.id)
   )
   SELECT coalesce(b.rack_id, e.rack_id), coalesce(b.dimension, e.dimension),
@@ -803,6 +870,10 @@ CREATE FUNCTION public.dcl_rack_budgets_expected(p_rack uuid) RETURNS TABLE(dime
     SELECT 'weight', '', weight_budget_kg::bigint
       FROM racks WHERE id = p_rack AND weight_budget_kg IS NOT NULL
     UNION ALL
+    SELECT 'ports', s.speed, coalesce((r.switch_ports ->> s.speed)::bigint, 0)
+      FROM racks r, unnest(dcl_port_speeds()) s (speed)
+     WHERE r.id = p_rack AND r.switch_ports IS NOT NULL
+    UNION ALL
     SELECT 'feed', id::text, available_watts FROM power_feeds WHERE rack_id = p_rack
     UNION ALL
     SELECT 'feed_lost', l.id::text || '>' || c.id::text, c.available_watts
@@ -837,13 +908,15 @@ BEGIN
   UPDATE bookings b
      SET power_watts = coalesce(b.power_watts, d.power_draw_watts),
          power_ports = coalesce(b.power_ports, d.power_port_count),
-         weight_kg = coalesce(b.weight_kg, d.weight_kg)
+         weight_kg = coalesce(b.weight_kg, d.weight_kg),
+         network_ports = coalesce(b.network_ports, d.network_ports)
     FROM devices d
    WHERE b.rack_id = p_rack AND b.released_at IS NULL AND d.id = b.device_id
      AND b.kind IN ('placement', 'move_hold')
      AND ((b.power_watts IS NULL AND d.power_draw_watts IS NOT NULL)
           OR (b.power_ports IS NULL AND d.power_port_count IS NOT NULL)
-          OR (b.weight_kg IS NULL AND d.weight_kg IS NOT NULL));
+          OR (b.weight_kg IS NULL AND d.weight_kg IS NOT NULL)
+          OR (b.network_ports IS NULL AND d.network_ports IS NOT NULL));
   FOR v_booking IN
     SELECT * FROM bookings
      WHERE rack_id = p_rack AND released_at IS NULL AND device_id IS NOT NULL
@@ -851,7 +924,7 @@ BEGIN
   LOOP
     PERFORM dcl_check_booking_figures(p_rack, v_booking.device_id, v_booking.power_watts,
                                       v_booking.power_ports, v_booking.feed_ids,
-                                      v_booking.weight_kg);
+                                      v_booking.weight_kg, v_booking.network_ports);
   END LOOP;
   INSERT INTO rack_budgets (rack_id, dimension, key, used, capacity)
   SELECT p_rack, e.dimension, e.key, e.used, e.capacity FROM dcl_rack_budgets_expected(p_rack) e;
@@ -884,7 +957,8 @@ BEGIN
   IF NEW.cooling_budget_watts IS DISTINCT FROM OLD.cooling_budget_watts
      OR NEW.airflow IS DISTINCT FROM OLD.airflow
      OR NEW.power_budget_watts IS DISTINCT FROM OLD.power_budget_watts
-     OR NEW.weight_budget_kg IS DISTINCT FROM OLD.weight_budget_kg THEN
+     OR NEW.weight_budget_kg IS DISTINCT FROM OLD.weight_budget_kg
+     OR NEW.switch_ports IS DISTINCT FROM OLD.switch_ports THEN
     PERFORM dcl_rack_budgets_rebuild(NEW.id);
   END IF;
   RETURN NULL;
@@ -1291,11 +1365,13 @@ CREATE TABLE public.devices (
     decommission_reason text,
     power_port_count bigint,
     airflow text,
+    network_ports jsonb,
     CONSTRAINT devices_airflow_valid CHECK ((airflow = ANY (ARRAY['front-to-rear'::text, 'rear-to-front'::text, 'left-to-right'::text, 'right-to-left'::text, 'side-to-rear'::text, 'rear-to-side'::text, 'bottom-to-top'::text, 'top-to-bottom'::text, 'passive'::text, 'mixed'::text]))),
     CONSTRAINT devices_decommissioned_consistent CHECK (((decommissioned_at IS NULL) = (decommissioned_by IS NULL))),
     CONSTRAINT devices_depth_class_valid CHECK ((depth_class = ANY (ARRAY['full'::text, 'half'::text, 'unknown'::text]))),
     CONSTRAINT devices_height_positive CHECK (((height_units >= 1) AND (height_units <= 20))),
     CONSTRAINT devices_model_nonempty CHECK ((model <> ''::text)),
+    CONSTRAINT devices_network_ports_valid CHECK (public.dcl_port_counts_valid(network_ports, (1024)::bigint)),
     CONSTRAINT devices_power_nonnegative CHECK ((power_draw_watts >= 0)),
     CONSTRAINT devices_power_port_count_valid CHECK (((power_port_count >= 0) AND (power_port_count <= 16))),
     CONSTRAINT devices_process_state_valid CHECK ((process_state = ANY (ARRAY['normal'::text, 'staging'::text, 'moving'::text, 'in_transit'::text]))),
@@ -1541,6 +1617,7 @@ CREATE TABLE public.racks (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     cooling_budget_watts bigint,
     airflow text,
+    switch_ports jsonb,
     CONSTRAINT racks_airflow_valid CHECK ((airflow = ANY (ARRAY['front-to-rear'::text, 'rear-to-front'::text]))),
     CONSTRAINT racks_cooling_budget_positive CHECK ((cooling_budget_watts > 0)),
     CONSTRAINT racks_first_unit_bounded CHECK ((first_unit <= 900)),
@@ -1548,6 +1625,7 @@ CREATE TABLE public.racks (
     CONSTRAINT racks_name_nonempty CHECK ((name <> ''::text)),
     CONSTRAINT racks_numbering_valid CHECK ((numbering = ANY (ARRAY['ascending'::text, 'descending'::text]))),
     CONSTRAINT racks_power_budget_positive CHECK ((power_budget_watts > 0)),
+    CONSTRAINT racks_switch_ports_valid CHECK (public.dcl_port_counts_valid(switch_ports, (100000)::bigint)),
     CONSTRAINT racks_unit_count_positive CHECK (((unit_count >= 1) AND (unit_count <= 100))),
     CONSTRAINT racks_weight_budget_positive CHECK ((weight_budget_kg > 0))
 );
@@ -1833,7 +1911,7 @@ ALTER TABLE public.rack_budgets
 --
 
 ALTER TABLE public.rack_budgets
-    ADD CONSTRAINT rack_budgets_dimension_known CHECK ((dimension = ANY (ARRAY['feed'::text, 'feed_lost'::text, 'cooling'::text, 'power'::text, 'weight'::text]))) NOT VALID;
+    ADD CONSTRAINT rack_budgets_dimension_known CHECK ((dimension = ANY (ARRAY['feed'::text, 'feed_lost'::text, 'cooling'::text, 'power'::text, 'weight'::text, 'ports'::text]))) NOT VALID;
 
 
 --
@@ -1850,6 +1928,14 @@ ALTER TABLE ONLY public.rack_budgets
 
 ALTER TABLE public.rack_budgets
     ADD CONSTRAINT rack_budgets_unknown_nonnegative CHECK ((unknown >= 0)) NOT VALID;
+
+
+--
+-- Name: rack_budgets rack_ports_within_budget; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.rack_budgets
+    ADD CONSTRAINT rack_ports_within_budget CHECK (((dimension <> 'ports'::text) OR (used <= capacity))) NOT VALID;
 
 
 --
@@ -2194,7 +2280,7 @@ CREATE TRIGGER bookings_figures BEFORE INSERT OR UPDATE OF kind, device_id ON pu
 -- Name: bookings bookings_figures_fixed; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER bookings_figures_fixed BEFORE UPDATE OF power_watts, power_ports, feed_ids, weight_kg ON public.bookings FOR EACH ROW EXECUTE FUNCTION public.dcl_bookings_figures_fixed();
+CREATE TRIGGER bookings_figures_fixed BEFORE UPDATE OF power_watts, power_ports, feed_ids, weight_kg, network_ports ON public.bookings FOR EACH ROW EXECUTE FUNCTION public.dcl_bookings_figures_fixed();
 
 
 --
@@ -2320,14 +2406,14 @@ CREATE CONSTRAINT TRIGGER power_feeds_rebuild AFTER INSERT OR DELETE OR UPDATE O
 -- Name: racks racks_build_budgets; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER racks_build_budgets AFTER INSERT ON public.racks FOR EACH ROW WHEN (((new.cooling_budget_watts IS NOT NULL) OR (new.airflow IS NOT NULL) OR (new.power_budget_watts IS NOT NULL) OR (new.weight_budget_kg IS NOT NULL))) EXECUTE FUNCTION public.dcl_racks_build_budgets();
+CREATE TRIGGER racks_build_budgets AFTER INSERT ON public.racks FOR EACH ROW WHEN (((new.cooling_budget_watts IS NOT NULL) OR (new.airflow IS NOT NULL) OR (new.power_budget_watts IS NOT NULL) OR (new.weight_budget_kg IS NOT NULL) OR (new.switch_ports IS NOT NULL))) EXECUTE FUNCTION public.dcl_racks_build_budgets();
 
 
 --
 -- Name: racks racks_rebuild_budgets; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER racks_rebuild_budgets AFTER UPDATE OF cooling_budget_watts, airflow, power_budget_watts, weight_budget_kg ON public.racks FOR EACH ROW EXECUTE FUNCTION public.dcl_racks_rebuild_budgets();
+CREATE TRIGGER racks_rebuild_budgets AFTER UPDATE OF cooling_budget_watts, airflow, power_budget_watts, weight_budget_kg, switch_ports ON public.racks FOR EACH ROW EXECUTE FUNCTION public.dcl_racks_rebuild_budgets();
 
 
 --

@@ -277,6 +277,30 @@ std::string AirflowName(v1::Airflow airflow) {
   return name;
 }
 
+bool ParsePortCounts(const std::string& text,
+                     google::protobuf::RepeatedPtrField<v1::PortCount>* ports, std::string* error) {
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::vector<absl::string_view> parts = absl::StrSplit(item, ':');
+    int count = 0;
+    if (parts.size() != 2 || absl::StripAsciiWhitespace(parts[0]).empty() ||
+        !absl::SimpleAtoi(parts[1], &count)) {
+      *error = absl::StrCat("ports are SPEED:COUNT,... (e.g. 10g:48,25g:8), not \"", text, "\"");
+      return false;
+    }
+    v1::PortCount* port = ports->Add();
+    port->set_speed(std::string(absl::StripAsciiWhitespace(parts[0])));
+    port->set_count(count);
+  }
+  return true;
+}
+
+std::string PortCountsText(const google::protobuf::RepeatedPtrField<v1::PortCount>& ports) {
+  if (ports.empty()) return "none";
+  return absl::StrJoin(ports, ", ", [](std::string* out, const v1::PortCount& p) {
+    absl::StrAppend(out, p.speed(), " ", p.count());
+  });
+}
+
 bool ParsePowerFeed(const std::string& text, v1::PowerFeed* feed, std::string* error) {
   const std::vector<std::string> parts = absl::StrSplit(text, ':');
   auto fail = [&](const std::string& why) {
@@ -426,6 +450,12 @@ std::vector<std::string> CapacityText(const v1::RackCapacity& c) {
   };
   if (c.feeds().empty()) rows.push_back({"power feeds", "- (none recorded)"});
   for (const v1::FeedCapacity& f : c.feeds()) rows.push_back({"feed " + f.name(), FeedText(f)});
+  if (c.ports().empty()) rows.push_back({"switch ports", "- (none recorded)"});
+  for (const v1::PortCapacity& p : c.ports()) {
+    if (p.offered() == 0 && p.used() == 0) continue;  // a speed the rack neither offers nor uses
+    rows.push_back({"ports " + p.speed(), absl::StrCat(p.used(), " of ", p.offered(), " used, ",
+                                                       p.offered() - p.used(), " free")});
+  }
   return KeyValues(rows);
 }
 
@@ -601,6 +631,8 @@ std::vector<std::string> RackRecordText(const v1::RackRecord& r) {
        {"cooling budget", Budget(r.cooling_budget_watts(), "W")},
        {"airflow", Or(AirflowName(r.airflow()))},
        {"power feeds", r.power_feeds().empty() ? "none" : absl::StrJoin(PowerFeedsText(r), "; ")},
+       {"switch ports",
+        r.switch_ports().empty() ? "none recorded" : PortCountsText(r.switch_ports())},
        {"created", TimestampText(r.created_at())}});
 }
 
@@ -628,6 +660,7 @@ std::vector<std::string> DeviceText(const v1::Device& d) {
       {"weight", OptionalFigure(d.has_weight_kg(), d.weight_kg(), "kg")},
       {"power ports", d.has_power_port_count() ? absl::StrCat(d.power_port_count()) : "unknown"},
       {"airflow", Or(AirflowName(d.airflow()))},
+      {"network ports", d.network_ports_known() ? PortCountsText(d.network_ports()) : "unknown"},
       {"created", TimestampText(d.created_at())},
   };
   if (d.decommissioned()) rows.push_back({"decommissioned", TimestampText(d.decommissioned_at())});

@@ -61,6 +61,12 @@ bool ParseAirflow(const std::string& text, v1::Airflow* airflow);         // fro
 // A power feed as `dclctl rack feeds` takes it: NAME:VOLTSxAMPS[:3ph][:UTIL%], e.g. "A:230x16",
 // "B:400Vx32A:3ph:90%" (single-phase and 80 % unless said). false, with *error, otherwise.
 bool ParsePowerFeed(const std::string& text, v1::PowerFeed* feed, std::string* error);
+// Ports by speed as dclctl takes them: SPEED:COUNT,... e.g. "10g:48,25g:8" (the server judges
+// the speeds and counts). false, with *error, on text that is not such a list.
+bool ParsePortCounts(const std::string& text,
+                     google::protobuf::RepeatedPtrField<v1::PortCount>* ports, std::string* error);
+// "10g 48, 25g 8" ("none" for an empty list).
+std::string PortCountsText(const google::protobuf::RepeatedPtrField<v1::PortCount>& ports);
 // "A 230 V x 16 A single-phase 80 % = 2944 W": one line per feed.
 std::vector<std::string> PowerFeedsText(const v1::RackRecord& rack);
 

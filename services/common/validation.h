@@ -52,6 +52,10 @@ inline constexpr int64_t kMaxFeedVoltage = 1000;
 inline constexpr int64_t kMaxFeedAmperage = 1000;
 inline constexpr int64_t kMaxDevicePowerPorts = 16;
 inline constexpr int64_t kMaxRackPowerFeeds = 32;
+// Switch ports of one speed in a rack, and network ports of one speed a device needs, as the
+// schema bounds them (racks_switch_ports_valid, devices_network_ports_valid).
+inline constexpr int64_t kMaxRackSwitchPorts = 100000;
+inline constexpr int64_t kMaxDeviceNetworkPorts = 1024;
 // Items of one batch write (RegisterDevices, PlaceDevices): one transaction holds the locks of
 // all of them until it commits, so a batch stays short.
 inline constexpr int64_t kMaxBatchItems = 500;
@@ -123,6 +127,7 @@ inline constexpr IntegerRange kIntegerRanges[] = {
     {"dcl.v1.PowerFeed", "amperage", 1, kMaxFeedAmperage},
     {"dcl.v1.PowerFeed", "max_utilization", 0, 100},
     {"dcl.v1.PowerFeed", "available_watts", 0, INT64_MAX},  // output only: ignored on input
+    {"dcl.v1.PortCount", "count", 0, kMaxRackSwitchPorts},
     {"dcl.v1.RegisterDeviceRequest", "power_port_count", 0, kMaxDevicePowerPorts},
     {"dcl.v1.UpdateDeviceRequest", "power_port_count", 0, kMaxDevicePowerPorts},
     {"dcl.v1.RegisterDeviceRequest", "height_units", 1, kMaxDeviceHeightUnits},

@@ -1,6 +1,7 @@
 #include "services/inventory/inventory_logic.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -104,6 +105,38 @@ absl::Status CheckPowerPorts(const std::string& field, int64_t ports) {
     return InvalidInput(field, absl::StrCat("must be between 0 and ", kMaxDevicePowerPorts));
   }
   return absl::OkStatus();
+}
+
+// Ports by speed as a request lists them (field `field`: "switch_ports", "network_ports"): known
+// speeds, each once, counts 0..max (the gate bounds them to the rack's maximum already), as the
+// schema stores them, in the vocabulary's order.
+absl::StatusOr<PortCounts> PortsOf(const std::string& field,
+                                   const google::protobuf::RepeatedPtrField<v1::PortCount>& ports,
+                                   int64_t max) {
+  std::map<std::string, int64_t> by_speed;
+  for (int i = 0; i < ports.size(); ++i) {
+    const v1::PortCount& p = ports.Get(i);
+    const std::string at = absl::StrCat(field, "[", i, "]");
+    const std::vector<std::string>& speeds = PortSpeeds();
+    if (std::find(speeds.begin(), speeds.end(), p.speed()) == speeds.end()) {
+      return InvalidInput(at + ".speed",
+                          absl::StrCat("\"", p.speed(), "\" is not a port speed; one of ",
+                                       absl::StrJoin(speeds, ", ")));
+    }
+    if (!by_speed.emplace(p.speed(), p.count()).second) {
+      return InvalidInput(at + ".speed",
+                          absl::StrCat("speed ", p.speed(), " is listed twice; list each once"));
+    }
+    if (p.count() < 0 || p.count() > max) {
+      return InvalidInput(at + ".count", absl::StrCat("must be between 0 and ", max));
+    }
+  }
+  PortCounts counts;
+  for (const std::string& speed : PortSpeeds()) {
+    auto it = by_speed.find(speed);
+    if (it != by_speed.end()) counts.emplace_back(speed, it->second);
+  }
+  return counts;
 }
 
 // SetPowerFeeds' feeds (the gate has bounded the integers already; checked again here so that
@@ -346,6 +379,12 @@ absl::Status InventoryLogic::UpdateRack(const Principal& p, const v1::UpdateRack
         CheckBudget("cooling_budget_watts", req.cooling_budget_watts(), kMaxRackPowerWatts));
   }
   if (req.has_airflow()) DCL_RETURN_IF_ERROR(CheckRackAirflow(req.airflow()));
+  if (!req.set_switch_ports() && req.switch_ports_size() > 0) {
+    return InvalidInput("set_switch_ports", "switch_ports are written only with set_switch_ports");
+  }
+  absl::StatusOr<PortCounts> switch_ports =
+      PortsOf("switch_ports", req.switch_ports(), kMaxRackSwitchPorts);
+  if (!switch_ports.ok()) return switch_ports.status();
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kUpdateRack, req.request_id(), req, out, replayed,
       [&](pqxx::work& tx) -> absl::Status {
@@ -366,6 +405,9 @@ absl::Status InventoryLogic::UpdateRack(const Principal& p, const v1::UpdateRack
                                           ? req.cooling_budget_watts()
                                           : current->cooling_budget_watts();
         fields.airflow = AirflowName(req.has_airflow() ? req.airflow() : current->airflow());
+        // An empty list records none: the rack has no ports rule.
+        fields.set_switch_ports = req.set_switch_ports();
+        if (!switch_ports->empty()) fields.switch_ports = *switch_ports;
         if (req.has_geometry()) {
           std::vector<BookedSlot> stranded = SlotsOutside(tx, req.rack_id(), fields.geometry);
           if (!stranded.empty()) return StrandedBookings(req.rack_id(), stranded);
@@ -421,6 +463,13 @@ absl::StatusOr<DeviceFields> RegistrationFields(const v1::RegisterDeviceRequest&
   if (req.has_power_port_count()) {
     DCL_RETURN_IF_ERROR(CheckPowerPorts("power_port_count", req.power_port_count()));
   }
+  if (!req.network_ports_known() && req.network_ports_size() > 0) {
+    return InvalidInput("network_ports_known",
+                        "network_ports are given: set network_ports_known (false: unknown)");
+  }
+  absl::StatusOr<PortCounts> network_ports =
+      PortsOf("network_ports", req.network_ports(), kMaxDeviceNetworkPorts);
+  if (!network_ports.ok()) return network_ports.status();
   DeviceFields fields;
   switch (req.initial_state()) {
     case v1::PROCESS_STATE_UNSPECIFIED:
@@ -446,6 +495,7 @@ absl::StatusOr<DeviceFields> RegistrationFields(const v1::RegisterDeviceRequest&
   if (req.has_weight_kg()) fields.weight_kg = req.weight_kg();
   if (req.has_power_port_count()) fields.power_port_count = req.power_port_count();
   fields.airflow = AirflowName(req.airflow());
+  if (req.network_ports_known()) fields.network_ports = *network_ports;
   return fields;
 }
 
@@ -594,6 +644,16 @@ absl::Status InventoryLogic::UpdateDevice(const Principal& p, const v1::UpdateDe
   if (req.airflow() != v1::AIRFLOW_UNSPECIFIED && req.airflow_unknown()) {
     return InvalidInput("airflow_unknown", "contradicts airflow");
   }
+  if (req.set_network_ports() && req.network_ports_unknown()) {
+    return InvalidInput("network_ports_unknown", "contradicts set_network_ports");
+  }
+  if (!req.set_network_ports() && req.network_ports_size() > 0) {
+    return InvalidInput("set_network_ports",
+                        "network_ports are written only with set_network_ports");
+  }
+  absl::StatusOr<PortCounts> network_ports =
+      PortsOf("network_ports", req.network_ports(), kMaxDeviceNetworkPorts);
+  if (!network_ports.ok()) return network_ports.status();
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kUpdateDevice, req.request_id(), req, out, replayed,
       [&](pqxx::work& tx) -> absl::Status {
@@ -616,6 +676,8 @@ absl::Status InventoryLogic::UpdateDevice(const Principal& p, const v1::UpdateDe
         if (req.power_port_count_unknown()) fields.power_port_count.reset();
         if (req.airflow() != v1::AIRFLOW_UNSPECIFIED) fields.airflow = AirflowName(req.airflow());
         if (req.airflow_unknown()) fields.airflow.clear();
+        if (req.set_network_ports()) fields.network_ports = *network_ports;
+        if (req.network_ports_unknown()) fields.network_ports.reset();
 
         // The slots of a placement or move hold were derived from height and depth; changing them
         // underneath would make the booking describe another machine.

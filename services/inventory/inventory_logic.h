@@ -20,6 +20,9 @@
 //  - A rack's feeds, cooling budget and airflow are judged by the schema (0038/0039), which
 //    rebuilds the rack's budget rows from its active bookings under the rack row lock; the
 //    refusal's constraint name becomes the capacity reason (inventory_store.cc, CapacityRefusal).
+//    So are a rack's switch ports by speed (0040: PORTS_EXHAUSTED naming the speed, PORTS_UNKNOWN
+//    naming a device without its network ports); the speeds and counts of a request are checked
+//    here first (INVALID_ARGUMENT naming switch_ports[i] / network_ports[i]).
 //  - Process state: staging <-> normal by operators. moving and in_transit belong to the move
 //    workflow: refused here as a target (INVALID_TRANSITION), and a device in them, or with an
 //    open move (which restores the state it froze when it ends), is not changed here

@@ -3,7 +3,10 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "services/common/db.h"
 #include "services/common/status.h"
 #include "services/common/time_util.h"
@@ -60,13 +63,36 @@ v1::Site SiteFromRow(const pqxx::row& row) {
   return site;
 }
 
+// ---- Ports by speed ----
+
+// A ports column read as "10g:48,25g:8" in the vocabulary's order; NULL stays NULL ('{}' reads
+// "").
+std::string PortsSql(const std::string& column) {
+  return absl::StrCat("CASE WHEN ", column, " IS NOT NULL THEN coalesce((SELECT string_agg(",
+                      "p.key || ':' || (p.value::numeric)::bigint, ',' ORDER BY array_position(",
+                      "dcl_port_speeds(), p.key)) FROM jsonb_each_text(", column, ") p), '') END");
+}
+
+std::optional<PortCounts> PortsOf(const pqxx::field& field) {
+  if (field.is_null()) return std::nullopt;
+  PortCounts ports;
+  for (absl::string_view item : absl::StrSplit(field.as<std::string>(), ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits(':', 1));
+    int64_t count = 0;
+    if (!absl::SimpleAtoi(kv.second, &count)) continue;  // the schema's CHECK forbids it
+    ports.emplace_back(kv.first, count);
+  }
+  return ports;
+}
+
 // ---- Racks ----
 
 const std::string& RackColumns() {
   static const std::string* columns = new std::string(
       absl::StrCat("r.id::text, r.site_id::text, r.name, r.first_unit, r.unit_count, r.numbering, "
                    "r.has_rear, r.power_budget_watts, r.weight_budget_kg, ",
-                   SqlMicros("r.created_at"), ", r.cooling_budget_watts, r.airflow"));
+                   SqlMicros("r.created_at"), ", r.cooling_budget_watts, r.airflow, ",
+                   PortsSql("r.switch_ports")));
   return *columns;
 }
 constexpr int kRackCursorColumn = 9;
@@ -87,6 +113,9 @@ v1::RackRecord RackFromRow(const pqxx::row& row) {
   SetTimestampFromMicros(row[9].as<int64_t>(), rack.mutable_created_at());
   rack.set_cooling_budget_watts(row[10].is_null() ? 0 : row[10].as<int>());
   rack.set_airflow(AirflowOf(Text(row[11])));
+  if (std::optional<PortCounts> ports = PortsOf(row[12])) {
+    SetPortCounts(*ports, rack.mutable_switch_ports());
+  }
   return rack;
 }
 
@@ -107,7 +136,7 @@ void AttachFeeds(pqxx::transaction_base& tx, const std::vector<v1::RackRecord*>&
       feed->set_voltage(row[2].as<int>());
       feed->set_amperage(row[3].as<int>());
       feed->set_phase(row[4].as<std::string>() == "three-phase" ? v1::POWER_PHASE_THREE
-                                                                : v1::POWER_PHASE_SINGLE);
+                                                                 : v1::POWER_PHASE_SINGLE);
       feed->set_max_utilization(row[5].as<int>());
       feed->set_available_watts(row[6].as<int64_t>());
     }
@@ -126,7 +155,9 @@ std::vector<std::optional<std::string>> RackArgs(const std::string& org_id,
           std::to_string(rack.power_budget_watts),
           std::to_string(rack.weight_budget_kg),
           std::to_string(rack.cooling_budget_watts),
-          rack.airflow};
+          rack.airflow,
+          PortsJson(rack.switch_ports),
+          rack.set_switch_ports ? "true" : "false"};
 }
 
 // What a device booking in the rack answers for a rule of the rack's new budgets, feeds or
@@ -135,11 +166,11 @@ std::vector<std::optional<std::string>> RackArgs(const std::string& org_id,
 std::string DeviceInTheWay(pqxx::transaction_base& tx, const std::string& rack_id,
                            const std::string& condition,
                            const std::optional<std::string>& arg = std::nullopt) {
-  const std::string sql = absl::StrCat(
-      "SELECT d.id::text FROM bookings b JOIN devices d ON d.id = b.device_id "
-      "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
-      "AND b.kind IN ('placement', 'move_hold') AND (",
-      condition, ") ORDER BY d.id LIMIT 1");
+  const std::string sql =
+      absl::StrCat("SELECT d.id::text FROM bookings b JOIN devices d ON d.id = b.device_id "
+                   "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+                   "AND b.kind IN ('placement', 'move_hold') AND (",
+                   condition, ") ORDER BY d.id LIMIT 1");
   pqxx::result r = arg ? tx.exec_params(sql, rack_id, *arg) : tx.exec_params(sql, rack_id);
   return r.empty() ? std::string() : Text(r[0][0]);
 }
@@ -209,13 +240,70 @@ std::optional<absl::Status> BudgetBelowLoad(pqxx::transaction_base& tx, const st
       .status();
 }
 
+// A rack's new switch ports the bookings standing in it refuse (schema 0040: the rebuild judges
+// every booking as a new one would be): a speed its devices need more of than offered (the one
+// most over is named), or a device there without its network port figure.
+std::optional<absl::Status> PortsBelowLoad(pqxx::transaction_base& tx, const std::string& rack_id,
+                                           const RackFields& rack, const GuardedResult& result) {
+  const std::string& name = result.violated_constraint;
+  if (name != "rack_ports_within_budget" && name != "bookings_ports_known") return std::nullopt;
+  const std::string rack_name = RackName(tx, rack_id, rack.name);
+  if (name == "bookings_ports_known") {
+    const std::string device = DeviceInTheWay(tx, rack_id, "d.network_ports IS NULL");
+    return Error(absl::StatusCode::kFailedPrecondition, v1::PORTS_UNKNOWN,
+                 absl::StrCat("device ", device, " in rack ", rack_name,
+                              " has no network port figure: set its network_ports before "
+                              "giving the rack switch ports"))
+        .Meta("rack_name", rack_name)
+        .Meta("device_id", device)
+        .Meta("missing", "network_ports")
+        .status();
+  }
+  // What the standing device bookings need per speed, as the rebuild counts them.
+  pqxx::result needs = tx.exec_params(
+      "SELECT n.key, sum(n.value::bigint) FROM bookings b JOIN devices d ON d.id = b.device_id, "
+      "jsonb_each_text(coalesce(b.network_ports, d.network_ports)) n "
+      "WHERE b.rack_id = $1::uuid AND b.released_at IS NULL "
+      "AND b.kind IN ('placement', 'move_hold') GROUP BY n.key",
+      rack_id);
+  std::string speed;
+  int64_t used = 0, offered = 0;
+  for (const pqxx::row& row : needs) {
+    const std::string key = row[0].as<std::string>();
+    const int64_t need = row[1].as<int64_t>();
+    int64_t offer = 0;
+    for (const auto& [s, count] : rack.switch_ports.value_or(PortCounts{})) {
+      if (s == key) offer = count;
+    }
+    if (need - offer > used - offered) {
+      speed = key;
+      used = need;
+      offered = offer;
+    }
+  }
+  return Error(absl::StatusCode::kFailedPrecondition, v1::PORTS_EXHAUSTED,
+               absl::StrCat("rack ", rack_name, "'s devices already need ", used, " ", speed,
+                            " ports, more than the ", offered,
+                            " asked for: release bookings first, or offer at least that"))
+      .Meta("rack_name", rack_name)
+      .Meta("dimension", "ports")
+      .Meta("speed", speed)
+      .Meta("used_ports", std::to_string(used))
+      .Meta("offered_ports", std::to_string(offered))
+      .Meta("over_ports", std::to_string(used - offered))
+      .status();
+}
+
 // The refusals of the rules a rack's feeds, cooling budget and airflow bring (schema 0038), by
 // the violated constraint's name; nullopt for a name that is none of them. `airflow` is the
 // rack's airflow as the refused change asked for it. The feed ratings (rack_feed_within_rating,
 // rack_feed_redundancy) are SetPowerFeeds' own (FeedOverRating): they need the feeds asked for.
-std::optional<absl::Status> ConfigurationRefusal(
-    pqxx::transaction_base& tx, const std::string& rack_id, const std::string& rack_name,
-    const std::string& name, const std::string& airflow, int cooling_budget, int feed_count) {
+std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
+                                                 const std::string& rack_id,
+                                                 const std::string& rack_name,
+                                                 const std::string& name,
+                                                 const std::string& airflow, int cooling_budget,
+                                                 int feed_count) {
   if (name == "rack_cooling_within_budget") {
     // Heat is the power figure (0038).
     const std::string load = RackLoad(tx, rack_id, "power_watts", "power_draw_watts");
@@ -250,7 +338,8 @@ std::optional<absl::Status> ConfigurationRefusal(
         std::to_string(feed_count));
     return Error(absl::StatusCode::kFailedPrecondition, v1::FEEDS_UNNAMED,
                  absl::StrCat("device ", device, " in rack ", rack_name,
-                              " has fewer power ports than the rack would have feeds (", feed_count,
+                              " has fewer power ports than the rack would have feeds (",
+                              feed_count,
                               "): which of them it hangs on is not known; place it again "
                               "naming its feeds, or keep as many feeds as it has ports"))
         .Meta("rack_name", rack_name)
@@ -280,8 +369,9 @@ std::optional<absl::Status> ConfigurationRefusal(
         tx.exec_params("SELECT airflow FROM devices WHERE id = nullif($1, '')::uuid", device);
     const std::string device_airflow = r.empty() ? "" : Text(r[0][0]);
     return Error(absl::StatusCode::kFailedPrecondition, v1::AIRFLOW_MISMATCH,
-                 absl::StrCat("device ", device, " in rack ", rack_name, " blows ", device_airflow,
-                              ", against a rack airflow of ", airflow, ": move it out first"))
+                 absl::StrCat("device ", device, " in rack ", rack_name, " blows ",
+                              device_airflow, ", against a rack airflow of ", airflow,
+                              ": move it out first"))
         .Meta("rack_name", rack_name)
         .Meta("device_id", device)
         .Meta("device_airflow", device_airflow)
@@ -310,7 +400,7 @@ const std::string& DeviceColumns() {
       "d.id::text, d.site_id::text, d.vendor, d.model, d.hardware_profile, d.serial, "
       "d.height_units, d.depth_class, d.process_state, d.power_draw_watts, d.weight_kg, ",
       SqlMicros("d.decommissioned_at"), ", ", SqlMicros("d.created_at"),
-      ", d.power_port_count, d.airflow"));
+      ", d.power_port_count, d.airflow, ", PortsSql("d.network_ports")));
   return *columns;
 }
 
@@ -343,6 +433,7 @@ DeviceRecord DeviceFromRow(const pqxx::row& row) {
   if (!row[10].is_null()) f.weight_kg = row[10].as<int>();
   if (!row[13].is_null()) f.power_port_count = row[13].as<int>();
   f.airflow = Text(row[14]);
+  f.network_ports = PortsOf(row[15]);
 
   v1::Device& p = d.proto;
   p.set_id(row[0].as<std::string>());
@@ -358,6 +449,10 @@ DeviceRecord DeviceFromRow(const pqxx::row& row) {
   if (f.weight_kg) p.set_weight_kg(*f.weight_kg);
   if (f.power_port_count) p.set_power_port_count(*f.power_port_count);
   p.set_airflow(AirflowOf(f.airflow));
+  if (f.network_ports) {
+    p.set_network_ports_known(true);
+    SetPortCounts(*f.network_ports, p.mutable_network_ports());
+  }
   if (!row[11].is_null()) {
     p.set_decommissioned(true);
     SetTimestampFromMicros(row[11].as<int64_t>(), p.mutable_decommissioned_at());
@@ -376,16 +471,15 @@ absl::Status DeviceViolation(pqxx::transaction_base& tx, const std::string& org_
                              const std::string& device_id, const DeviceFields& device,
                              const GuardedResult& result) {
   if (result.violated_constraint == kSerialUnique) {
-    pqxx::result r =
-        tx.exec_params("SELECT id::text FROM devices WHERE org_id = $1::uuid AND serial = $2",
-                       org_id, device.serial);
+    pqxx::result r = tx.exec_params(
+        "SELECT id::text FROM devices WHERE org_id = $1::uuid AND serial = $2", org_id,
+        device.serial);
     return AlreadyExists("device", "serial", device.serial, r.empty() ? "" : Text(r[0][0]));
   }
   if (result.violated_constraint == kDeviceSiteFk) return NotFound("site", device.site_id);
   // Schema 0041: the airflow of a device standing in a rack with an airflow is judged as its
   // booking would be now.
-  if (result.violated_constraint == kAirflowKnown ||
-      result.violated_constraint == kAirflowMatches) {
+  if (result.violated_constraint == kAirflowKnown || result.violated_constraint == kAirflowMatches) {
     pqxx::result r = tx.exec_params(
         "SELECT r.name, r.airflow, b.id::text FROM bookings b JOIN racks r ON r.id = b.rack_id "
         "WHERE b.device_id = $1::uuid AND b.released_at IS NULL "
@@ -420,30 +514,43 @@ absl::StatusOr<v1::Device> Reread(pqxx::transaction_base& tx, const std::string&
 
 }  // namespace
 
+const std::vector<std::string>& PortSpeeds() {
+  static const std::vector<std::string>* speeds =
+      new std::vector<std::string>{"1g", "10g", "25g", "100g"};
+  return *speeds;
+}
+
+std::string PortsJson(const std::optional<PortCounts>& ports) {
+  if (!ports) return "";
+  std::string json = "{";
+  for (const auto& [speed, count] : *ports) {
+    absl::StrAppend(&json, json.size() > 1 ? ", " : "", "\"", speed, "\": ", count);
+  }
+  return json + "}";
+}
+
+void SetPortCounts(const PortCounts& ports,
+                   google::protobuf::RepeatedPtrField<v1::PortCount>* out) {
+  for (const auto& [speed, count] : ports) {
+    v1::PortCount* p = out->Add();
+    p->set_speed(speed);
+    p->set_count(static_cast<int32_t>(count));
+  }
+}
+
 std::string AirflowName(v1::Airflow airflow) {
   switch (airflow) {
-    case v1::AIRFLOW_FRONT_TO_REAR:
-      return "front-to-rear";
-    case v1::AIRFLOW_REAR_TO_FRONT:
-      return "rear-to-front";
-    case v1::AIRFLOW_LEFT_TO_RIGHT:
-      return "left-to-right";
-    case v1::AIRFLOW_RIGHT_TO_LEFT:
-      return "right-to-left";
-    case v1::AIRFLOW_SIDE_TO_REAR:
-      return "side-to-rear";
-    case v1::AIRFLOW_REAR_TO_SIDE:
-      return "rear-to-side";
-    case v1::AIRFLOW_BOTTOM_TO_TOP:
-      return "bottom-to-top";
-    case v1::AIRFLOW_TOP_TO_BOTTOM:
-      return "top-to-bottom";
-    case v1::AIRFLOW_PASSIVE:
-      return "passive";
-    case v1::AIRFLOW_MIXED:
-      return "mixed";
-    default:
-      return "";
+    case v1::AIRFLOW_FRONT_TO_REAR: return "front-to-rear";
+    case v1::AIRFLOW_REAR_TO_FRONT: return "rear-to-front";
+    case v1::AIRFLOW_LEFT_TO_RIGHT: return "left-to-right";
+    case v1::AIRFLOW_RIGHT_TO_LEFT: return "right-to-left";
+    case v1::AIRFLOW_SIDE_TO_REAR: return "side-to-rear";
+    case v1::AIRFLOW_REAR_TO_SIDE: return "rear-to-side";
+    case v1::AIRFLOW_BOTTOM_TO_TOP: return "bottom-to-top";
+    case v1::AIRFLOW_TOP_TO_BOTTOM: return "top-to-bottom";
+    case v1::AIRFLOW_PASSIVE: return "passive";
+    case v1::AIRFLOW_MIXED: return "mixed";
+    default: return "";
   }
 }
 
@@ -478,10 +585,10 @@ absl::StatusOr<v1::Site> InsertSite(pqxx::transaction_base& tx, const std::strin
 
 std::optional<v1::Site> FindSite(pqxx::transaction_base& tx, const std::string& org_id,
                                  const std::string& site_id) {
-  pqxx::result r = tx.exec_params(absl::StrCat("SELECT ", SiteColumns(),
-                                               " FROM sites s WHERE s.id = $1::uuid AND "
-                                               "s.org_id = $2::uuid"),
-                                  site_id, org_id);
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT ", SiteColumns(), " FROM sites s WHERE s.id = $1::uuid AND "
+                   "s.org_id = $2::uuid"),
+      site_id, org_id);
   if (r.empty()) return std::nullopt;
   return SiteFromRow(r[0]);
 }
@@ -521,11 +628,11 @@ absl::StatusOr<v1::RackRecord> InsertRack(pqxx::transaction_base& tx, const std:
 
 std::optional<v1::RackRecord> FindRack(pqxx::transaction_base& tx, const std::string& org_id,
                                        const std::string& rack_id, bool lock) {
-  pqxx::result r =
-      tx.exec_params(absl::StrCat("SELECT ", RackColumns(),
-                                  " FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
-                                  lock ? " FOR UPDATE" : ""),
-                     rack_id, org_id);
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT ", RackColumns(),
+                   " FROM racks r WHERE r.id = $1::uuid AND r.org_id = $2::uuid",
+                   lock ? " FOR UPDATE" : ""),
+      rack_id, org_id);
   if (r.empty()) return std::nullopt;
   v1::RackRecord rack = RackFromRow(r[0]);
   AttachFeeds(tx, {&rack});
@@ -563,18 +670,23 @@ absl::StatusOr<v1::RackRecord> UpdateRack(pqxx::transaction_base& tx, const std:
       "numbering = $1[6], has_rear = $1[7]::boolean, "
       "power_budget_watts = nullif($1[8]::integer, 0), "
       "weight_budget_kg = nullif($1[9]::integer, 0), "
-      "cooling_budget_watts = nullif($1[10]::integer, 0), airflow = nullif($1[11], '') "
-      "WHERE id = $1[12]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
+      "cooling_budget_watts = nullif($1[10]::integer, 0), airflow = nullif($1[11], ''), "
+      "switch_ports = CASE WHEN $1[13]::boolean THEN nullif($1[12], '')::jsonb "
+      "ELSE switch_ports END "
+      "WHERE id = $1[14]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
       args);
   if (result.violated()) {
     if (std::optional<absl::Status> refusal = BudgetBelowLoad(tx, rack_id, rack, result)) {
       return *refusal;
     }
-    pqxx::result feeds =
-        tx.exec_params("SELECT count(*) FROM power_feeds WHERE rack_id = $1::uuid", rack_id);
+    if (std::optional<absl::Status> refusal = PortsBelowLoad(tx, rack_id, rack, result)) {
+      return *refusal;
+    }
+    pqxx::result feeds = tx.exec_params(
+        "SELECT count(*) FROM power_feeds WHERE rack_id = $1::uuid", rack_id);
     if (std::optional<absl::Status> refusal = ConfigurationRefusal(
-            tx, rack_id, RackName(tx, rack_id, rack.name), result.violated_constraint, rack.airflow,
-            rack.cooling_budget_watts, feeds[0][0].as<int>())) {
+            tx, rack_id, RackName(tx, rack_id, rack.name), result.violated_constraint,
+            rack.airflow, rack.cooling_budget_watts, feeds[0][0].as<int>())) {
       return *refusal;
     }
     return RackViolation(tx, org_id, rack, result);
@@ -625,11 +737,10 @@ GuardedResult WriteFeeds(pqxx::transaction_base& tx, const std::string& rack_id,
 absl::Status FeedOverRating(pqxx::transaction_base& tx, const std::string& rack_id,
                             const std::string& rack_name, const std::vector<FeedFields>& feeds) {
   WriteFeeds(tx, rack_id, feeds);
-  const bool lost = tx.exec_params1(
-                          "SELECT NOT EXISTS (SELECT 1 FROM "
-                          "dcl_rack_budgets_expected($1::uuid) e WHERE "
-                          "e.dimension = 'feed' AND e.used > e.capacity)",
-                          rack_id)[0]
+  const bool lost = tx.exec_params1("SELECT NOT EXISTS (SELECT 1 FROM "
+                                    "dcl_rack_budgets_expected($1::uuid) e WHERE "
+                                    "e.dimension = 'feed' AND e.used > e.capacity)",
+                                    rack_id)[0]
                         .as<bool>();
   pqxx::result r = tx.exec_params(
       "SELECT coalesce(l.name, ''), c.name, e.used, e.capacity "
@@ -664,7 +775,8 @@ absl::Status FeedOverRating(pqxx::transaction_base& tx, const std::string& rack_
 
 }  // namespace
 
-absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx, const std::string& org_id,
+absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx,
+                                             const std::string& org_id,
                                              const v1::RackRecord& rack,
                                              const std::vector<FeedFields>& feeds) {
   GuardedResult result = WriteFeeds(tx, rack.id(), feeds);
@@ -682,9 +794,9 @@ absl::StatusOr<v1::RackRecord> SetPowerFeeds(pqxx::transaction_base& tx, const s
     if (std::optional<absl::Status> refusal = BudgetBelowLoad(tx, rack.id(), fields, result)) {
       return *refusal;
     }
-    if (std::optional<absl::Status> refusal =
-            ConfigurationRefusal(tx, rack.id(), rack.name(), name, AirflowName(rack.airflow()),
-                                 rack.cooling_budget_watts(), static_cast<int>(feeds.size()))) {
+    if (std::optional<absl::Status> refusal = ConfigurationRefusal(
+            tx, rack.id(), rack.name(), name, AirflowName(rack.airflow()),
+            rack.cooling_budget_watts(), static_cast<int>(feeds.size()))) {
       return *refusal;
     }
     return UnexpectedViolation("power feeds", result);
@@ -725,13 +837,13 @@ absl::StatusOr<v1::Device> InsertDevice(pqxx::transaction_base& tx, const std::s
       tx,
       "INSERT INTO devices (org_id, site_id, vendor, model, hardware_profile, serial, "
       "height_units, depth_class, process_state, power_draw_watts, weight_kg, power_port_count, "
-      "airflow) VALUES ($1[1]::uuid, $1[2]::uuid, $1[3], $1[4], $1[5], nullif($1[6], ''), "
-      "$1[7]::integer, $1[8], $1[9], $1[10]::integer, $1[11]::integer, $1[12]::integer, "
-      "nullif($1[13], '')) RETURNING id::text",
+      "airflow, network_ports) VALUES ($1[1]::uuid, $1[2]::uuid, $1[3], $1[4], $1[5], "
+      "nullif($1[6], ''), $1[7]::integer, $1[8], $1[9], $1[10]::integer, $1[11]::integer, "
+      "$1[12]::integer, nullif($1[13], ''), nullif($1[14], '')::jsonb) RETURNING id::text",
       {org_id, device.site_id, device.vendor, device.model, device.hardware_profile, device.serial,
        std::to_string(device.height_units), device.depth_class, device.process_state,
        OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg),
-       OptionalInt(device.power_port_count), device.airflow});
+       OptionalInt(device.power_port_count), device.airflow, PortsJson(device.network_ports)});
   if (result.violated()) return DeviceViolation(tx, org_id, "", device, result);
   if (!result.returned) return Internal("the device insert returned no id");
   return Reread(tx, org_id, *result.returned);
@@ -739,11 +851,11 @@ absl::StatusOr<v1::Device> InsertDevice(pqxx::transaction_base& tx, const std::s
 
 std::optional<DeviceRecord> FindDevice(pqxx::transaction_base& tx, const std::string& org_id,
                                        const std::string& device_id, bool lock) {
-  pqxx::result r =
-      tx.exec_params(absl::StrCat("SELECT ", DeviceColumns(),
-                                  " FROM devices d WHERE d.id = $1::uuid AND d.org_id = $2::uuid",
-                                  lock ? " FOR UPDATE" : ""),
-                     device_id, org_id);
+  pqxx::result r = tx.exec_params(
+      absl::StrCat("SELECT ", DeviceColumns(),
+                   " FROM devices d WHERE d.id = $1::uuid AND d.org_id = $2::uuid",
+                   lock ? " FOR UPDATE" : ""),
+      device_id, org_id);
   if (r.empty()) return std::nullopt;
   return DeviceFromRow(r[0]);
 }
@@ -772,18 +884,20 @@ Page<v1::Device> ListDevices(pqxx::transaction_base& tx, const std::string& org_
 }
 
 absl::StatusOr<v1::Device> UpdateDevice(pqxx::transaction_base& tx, const std::string& org_id,
-                                        const std::string& device_id, const DeviceFields& device) {
-  GuardedResult result =
-      GuardedExec(tx,
-                  "UPDATE devices SET vendor = $1[3], model = $1[4], hardware_profile = $1[5], "
-                  "serial = nullif($1[6], ''), height_units = $1[7]::integer, depth_class = $1[8], "
-                  "power_draw_watts = $1[9]::integer, weight_kg = $1[10]::integer, "
-                  "power_port_count = $1[11]::integer, airflow = nullif($1[12], '') "
-                  "WHERE id = $1[2]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
-                  {org_id, device_id, device.vendor, device.model, device.hardware_profile,
-                   device.serial, std::to_string(device.height_units), device.depth_class,
-                   OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg),
-                   OptionalInt(device.power_port_count), device.airflow});
+                                        const std::string& device_id,
+                                        const DeviceFields& device) {
+  GuardedResult result = GuardedExec(
+      tx,
+      "UPDATE devices SET vendor = $1[3], model = $1[4], hardware_profile = $1[5], "
+      "serial = nullif($1[6], ''), height_units = $1[7]::integer, depth_class = $1[8], "
+      "power_draw_watts = $1[9]::integer, weight_kg = $1[10]::integer, "
+      "power_port_count = $1[11]::integer, airflow = nullif($1[12], ''), "
+      "network_ports = nullif($1[13], '')::jsonb "
+      "WHERE id = $1[2]::uuid AND org_id = $1[1]::uuid RETURNING id::text",
+      {org_id, device_id, device.vendor, device.model, device.hardware_profile, device.serial,
+       std::to_string(device.height_units), device.depth_class,
+       OptionalInt(device.power_draw_watts), OptionalInt(device.weight_kg),
+       OptionalInt(device.power_port_count), device.airflow, PortsJson(device.network_ports)});
   if (result.violated()) return DeviceViolation(tx, org_id, device_id, device, result);
   if (result.affected == 0) return NotFound("device", device_id);
   return Reread(tx, org_id, device_id);
@@ -799,9 +913,11 @@ absl::StatusOr<v1::Device> SetProcessState(pqxx::transaction_base& tx, const std
   return Reread(tx, org_id, device_id);
 }
 
-absl::StatusOr<v1::Device> MarkDecommissioned(pqxx::transaction_base& tx, const std::string& org_id,
+absl::StatusOr<v1::Device> MarkDecommissioned(pqxx::transaction_base& tx,
+                                              const std::string& org_id,
                                               const std::string& device_id,
-                                              const std::string& actor, const std::string& reason) {
+                                              const std::string& actor,
+                                              const std::string& reason) {
   pqxx::result r = tx.exec_params(
       "UPDATE devices SET decommissioned_at = now(), decommissioned_by = $3, "
       "decommission_reason = $4 WHERE id = $1::uuid AND org_id = $2::uuid "

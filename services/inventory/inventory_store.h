@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pqxx/pqxx>
@@ -35,6 +36,16 @@ std::optional<v1::Site> FindSite(pqxx::transaction_base& tx, const std::string& 
 Page<v1::Site> ListSites(pqxx::transaction_base& tx, const std::string& org_id,
                          const std::optional<PageCursor>& after, int limit);
 
+// ---- Ports by speed (schema 0040) ----
+
+// Ports by speed, in the vocabulary's order ("1g", "10g", "25g", "100g"): {"10g", 48}.
+using PortCounts = std::vector<std::pair<std::string, int64_t>>;
+// The vocabulary (dcl_port_speeds()).
+const std::vector<std::string>& PortSpeeds();
+// The JSON object the schema stores ({"10g": 48}); "" for nullopt (NULL).
+std::string PortsJson(const std::optional<PortCounts>& ports);
+void SetPortCounts(const PortCounts& ports, google::protobuf::RepeatedPtrField<v1::PortCount>* out);
+
 // ---- Racks ----
 
 struct RackFields {
@@ -45,6 +56,9 @@ struct RackFields {
   int weight_budget_kg = 0;
   int cooling_budget_watts = 0;  // 0 = NULL (no cooling budget)
   std::string airflow;           // "" = NULL (no airflow rule); else front-to-rear | rear-to-front
+  // Written only when set_switch_ports: nullopt = NULL (no ports rule).
+  bool set_switch_ports = false;
+  std::optional<PortCounts> switch_ports;
 };
 
 // NetBox's airflow names (schema devices_airflow_valid) for the proto's enum, both ways; ""
@@ -113,6 +127,7 @@ struct DeviceFields {
   std::optional<int> weight_kg;
   std::optional<int> power_port_count;  // nullopt = unknown
   std::string airflow;                  // "" = unknown (NULL)
+  std::optional<PortCounts> network_ports;  // nullopt = unknown; empty = needs none
 };
 
 struct DeviceRecord {

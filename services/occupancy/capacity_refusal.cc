@@ -10,13 +10,15 @@ namespace dcl::occupancy {
 namespace {
 
 // The capacity rules (schema/migrations/0038_capacity_feeds_cooling.sql, 0039_capacity_power_
-// weight.sql): a budget row over its capacity, a row whose load is partly unknown, or a device
-// booking's figure a budget cannot decide. A rack without budget rows and airflow has none.
+// weight.sql, 0040_capacity_ports.sql): a budget row over its capacity, a row whose load is partly
+// unknown, or a device booking's figure a budget cannot decide. A rack without budget rows and
+// airflow has none.
 constexpr char kFeedWithinRating[] = "rack_feed_within_rating";
 constexpr char kFeedRedundancy[] = "rack_feed_redundancy";
 constexpr char kCoolingWithinBudget[] = "rack_cooling_within_budget";
 constexpr char kPowerWithinBudget[] = "rack_power_within_budget";
 constexpr char kWeightWithinBudget[] = "rack_weight_within_budget";
+constexpr char kPortsWithinBudget[] = "rack_ports_within_budget";
 constexpr char kPowerLoadUnknown[] = "rack_power_load_unknown";
 constexpr char kWeightLoadUnknown[] = "rack_weight_load_unknown";
 constexpr char kPowerKnown[] = "bookings_power_known";
@@ -25,6 +27,7 @@ constexpr char kWeightKnown[] = "bookings_weight_known";
 constexpr char kAirflowKnown[] = "bookings_airflow_known";
 constexpr char kAirflowMatches[] = "bookings_airflow_matches";
 constexpr char kFeedsNamed[] = "bookings_feeds_named";
+constexpr char kPortsKnown[] = "bookings_ports_known";
 
 // One budget rule: the constraint that says no, the rack_budgets dimension it judges, the reason
 // and the unit its figures are in.
@@ -40,6 +43,7 @@ constexpr BudgetRule kBudgetRules[] = {
     {kCoolingWithinBudget, "cooling", v1::COOLING_BUDGET_EXCEEDED, "W"},
     {kPowerWithinBudget, "power", v1::POWER_BUDGET_EXCEEDED, "W"},
     {kWeightWithinBudget, "weight", v1::WEIGHT_BUDGET_EXCEEDED, "kg"},
+    {kPortsWithinBudget, "ports", v1::PORTS_EXHAUSTED, "ports"},
 };
 
 const BudgetRule* FindBudgetRule(const std::string& constraint) {
@@ -62,7 +66,7 @@ absl::Status BudgetExceeded(pqxx::transaction_base& tx, const RefusedFigures& bo
   pqxx::result r = ExecCached(
       tx,
       "SELECT r.name, b.used + c.amount, b.capacity, b.allowance, coalesce(lost.name, ''), "
-      "coalesce(carrying.name, '') "
+      "coalesce(carrying.name, ''), CASE b.dimension WHEN 'ports' THEN b.key ELSE '' END "
       "FROM racks r LEFT JOIN devices d ON d.id = $2::uuid "
       "CROSS JOIN LATERAL dcl_capacity_contribution(r.id, "
       "CASE WHEN d.id IS NULL THEN $4::bigint ELSE d.power_draw_watts END, d.power_port_count, "
@@ -70,7 +74,7 @@ absl::Status BudgetExceeded(pqxx::transaction_base& tx, const RefusedFigures& bo
       "CASE WHEN $6::text[] IS NULL THEN dcl_choose_feeds(r.id, d.power_port_count) "
       "ELSE ARRAY(SELECT f.id FROM power_feeds f WHERE f.rack_id = r.id "
       "AND f.name = ANY ($6::text[]) ORDER BY f.id) END, "
-      "CASE WHEN d.id IS NULL THEN $5::bigint ELSE d.weight_kg END) c "
+      "CASE WHEN d.id IS NULL THEN $5::bigint ELSE d.weight_kg END, d.network_ports) c "
       "JOIN rack_budgets b ON b.rack_id = r.id AND b.dimension = c.dimension AND b.key = c.key "
       "LEFT JOIN power_feeds lost ON b.dimension = 'feed_lost' "
       "AND lost.id::text = split_part(b.key, '>', 1) "
@@ -95,6 +99,7 @@ absl::Status BudgetExceeded(pqxx::transaction_base& tx, const RefusedFigures& bo
   const int64_t allowance = r[0][3].as<int64_t>();
   const std::string lost = r[0][4].as<std::string>();
   const std::string feed = r[0][5].as<std::string>();
+  const std::string speed = r[0][6].as<std::string>();
   const std::string unit = rule.unit;
   const std::string over = absl::StrCat(used - capacity, " ", unit);
   std::string message;
@@ -106,6 +111,10 @@ absl::Status BudgetExceeded(pqxx::transaction_base& tx, const RefusedFigures& bo
     message = absl::StrCat("rack ", rack_name, ": with feed ", lost, " lost, feed ", feed,
                            " would carry ", used, " W of its ", capacity, " W (over by ", over,
                            ")");
+  } else if (dimension == "ports") {
+    // The row's key is the speed; a speed the rack does not offer has a row of capacity 0.
+    message = absl::StrCat("rack ", rack_name, ": ", used, " ", speed, " ports needed of the ",
+                           capacity, " its switches offer (over by ", used - capacity, ")");
   } else if (dimension == "cooling") {
     message = absl::StrCat("rack ", rack_name, ": heat ", used, " W of its cooling budget ",
                            capacity, " W (over by ", over, ")");
@@ -122,15 +131,16 @@ absl::Status BudgetExceeded(pqxx::transaction_base& tx, const RefusedFigures& bo
   // A device booking's refusal names the device in its metadata; a reservation's says what did
   // not fit, since it has no device to name.
   if (booking.device_id.empty()) absl::StrAppend(&message, ": the reservation does not fit");
-  const std::string suffix = unit == "W" ? "_watts" : "_kg";
+  const std::string suffix = unit == "W" ? "_watts" : unit == "kg" ? "_kg" : "_ports";
   Error error(absl::StatusCode::kFailedPrecondition, rule.reason, message);
   error.Meta("rack_id", booking.rack_id)
       .Meta("rack_name", rack_name)
       .Meta("dimension", dimension)
       .Meta("device_id", booking.device_id)
       .Meta("used" + suffix, std::to_string(used))
-      .Meta("capacity" + suffix, std::to_string(capacity))
+      .Meta((dimension == "ports" ? "offered" : "capacity") + suffix, std::to_string(capacity))
       .Meta("over" + suffix, std::to_string(used - capacity));
+  if (!speed.empty()) error.Meta("speed", speed);
   if (allowance > 0) error.Meta("allowance" + suffix, std::to_string(allowance));
   if (!feed.empty()) error.Meta("feed", feed);
   if (!lost.empty()) error.Meta("lost_feed", lost);
@@ -199,6 +209,9 @@ absl::Status FiguresRefused(pqxx::transaction_base& tx, const std::string& rack_
   if (constraint == kWeightKnown) {
     return unknown(v1::WEIGHT_UNKNOWN, "weight figure", "weight_kg");
   }
+  if (constraint == kPortsKnown) {
+    return unknown(v1::PORTS_UNKNOWN, "network port figure", "network_ports");
+  }
   if (constraint == kAirflowKnown) {
     return unknown(v1::AIRFLOW_UNKNOWN, "single airflow", "airflow");
   }
@@ -236,7 +249,8 @@ std::optional<absl::Status> CapacityRefusal(pqxx::transaction_base& tx,
     return LoadUnknown(tx, booking, constraint);
   }
   if (constraint == kPowerKnown || constraint == kPowerPortsKnown || constraint == kWeightKnown ||
-      constraint == kAirflowKnown || constraint == kAirflowMatches || constraint == kFeedsNamed) {
+      constraint == kAirflowKnown || constraint == kAirflowMatches || constraint == kFeedsNamed ||
+      constraint == kPortsKnown) {
     return FiguresRefused(tx, booking.rack_id, booking.device_id, constraint);
   }
   return std::nullopt;

@@ -116,6 +116,12 @@ absl::Status OccupancyLogic::GetRackCapacity(const Principal& p,
   FillDimension(load->cooling_budget_watts, load->cooling_row, load->has_budget_rows, load->held,
                 &HeldItem::power_watts, "power", out->mutable_cooling_watts());
   out->set_airflow(load->airflow);
+  for (const PortLoad& speed : load->ports) {
+    v1::PortCapacity* ports = out->add_ports();
+    ports->set_speed(speed.speed);
+    ports->set_offered(speed.offered);
+    ports->set_used(speed.used);
+  }
   for (const FeedLoad& f : load->feeds) {
     v1::FeedCapacity* feed = out->add_feeds();
     feed->set_name(f.name);

@@ -99,8 +99,9 @@ absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::str
   load.airflow = row[7].as<std::string>();
 
   for (const auto& b : ExecCached(tx,
-                                  "SELECT dimension, allowance, unknown FROM rack_budgets "
-                                  "WHERE rack_id = $1::uuid",
+                                  "SELECT dimension, allowance, unknown, key, capacity, used "
+                                  "FROM rack_budgets WHERE rack_id = $1::uuid "
+                                  "ORDER BY dimension, array_position(dcl_port_speeds(), key)",
                                   rack_id)) {
     load.has_budget_rows = true;
     const std::string dimension = b[0].as<std::string>();
@@ -108,6 +109,9 @@ absl::StatusOr<RackLoad> LoadRackLoad(pqxx::transaction_base& tx, const std::str
     if (dimension == "power") load.power_row = row;
     if (dimension == "weight") load.weight_row = row;
     if (dimension == "cooling") load.cooling_row = row;
+    if (dimension == "ports") {
+      load.ports.push_back({b[3].as<std::string>(), b[4].as<int64_t>(), b[5].as<int64_t>()});
+    }
   }
   // The feeds and their rows: 'feed' keyed by the feed's id, 'feed_lost' by "lost>carrying".
   // A row missing reads 0 (the audit, dcl_rack_budget_drift, reports it).

@@ -68,6 +68,14 @@ struct FeedLoad {
   std::vector<std::pair<std::string, int64_t>> carried_if_lost;  // lost feed's name, load
 };
 
+// Switch ports of one speed (schema 0040's 'ports' row): what the rack's switches offer and
+// what its device bookings need.
+struct PortLoad {
+  std::string speed;
+  int64_t offered = 0;
+  int64_t used = 0;
+};
+
 // What a rack's capacity is computed from, read in one snapshot.
 struct RackLoad {
   int unit_count = 0;
@@ -83,6 +91,7 @@ struct RackLoad {
   std::optional<BudgetRow> power_row;
   std::optional<BudgetRow> weight_row;
   std::optional<BudgetRow> cooling_row;
+  std::vector<PortLoad> ports;  // one per speed of the vocabulary; empty: no ports recorded
   // Every active booking, placements first, then by creation.
   std::vector<HeldItem> held;
 };

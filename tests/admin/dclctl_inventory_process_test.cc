@@ -343,12 +343,14 @@ TEST_CASE("rack feeds, rack update and device register configure capacity; the r
   CHECK(Run(w, {"rack", "feeds", rack_id, "A:230"}).exit == 2);  // not a rating
   CHECK(Run(w, {"rack", "feeds", rack_id}).exit == 2);           // nothing, and no --none
 
-  Result registered = Run(w, {"device", "register", "--site", site_id, "--vendor", "Dell",
-                              "--model", "R650", "--height", "1", "--depth", "half", "--serial",
-                              "DL-1", "--power", "1500", "--power_ports", "2", "--airflow",
-                              "front-to-rear", "--state", "normal"});
+  Result registered =
+      Run(w, {"device",    "register",      "--site",   site_id,      "--vendor",      "Dell",
+              "--model",   "R650",          "--height", "1",          "--depth",       "half",
+              "--serial",  "DL-1",          "--power",  "1500",       "--power_ports", "2",
+              "--airflow", "front-to-rear", "--ports",  "10g:2,1g:1", "--state",       "normal"});
   INFO(registered.out << registered.err);
   REQUIRE(registered.exit == 0);
+  CHECK(absl::StrContains(registered.out, "network ports     1g 1, 10g 2"));
   CHECK(absl::StrContains(registered.out, "power ports       2"));
   CHECK(absl::StrContains(registered.out, "airflow           front-to-rear"));
   const std::string device = w.db.Scalar("SELECT id FROM devices WHERE serial = 'DL-1'");
@@ -368,6 +370,17 @@ TEST_CASE("rack feeds, rack update and device register configure capacity; the r
   INFO(cooled.err);
   CHECK(cooled.exit == 0);
   CHECK(absl::StrContains(cooled.out, "cooling budget  4000 W"));
+  // Switch ports by speed (schema 0040): fewer 10g than the device needs are refused.
+  Result few = Run(w, {"rack", "update", rack_id, "--ports", "10g:1,1g:4"});
+  CHECK(few.exit == 4);
+  CHECK(absl::StrContains(few.err, "10g"));
+  CHECK(Run(w, {"rack", "update", rack_id, "--ports", "10g"}).exit == 2);  // no count
+  Result ported = Run(w, {"rack", "update", rack_id, "--ports", "10g:48,1g:4"});
+  INFO(ported.err);
+  CHECK(ported.exit == 0);
+  CHECK(absl::StrContains(ported.out, "switch ports    1g 4, 10g 48"));
+  Result capacity = Run(w, {"rack", "capacity", rack_id});
+  CHECK(absl::StrContains(capacity.out, "2 of 48 used, 46 free"));
   Result shown = Run(w, {"rack", "show", rack_id});
   CHECK(absl::StrContains(shown.out, "feed B: 230 V x 16 A single-phase at 80 % = 2944 W"));
   Result removed = Run(w, {"rack", "feeds", rack_id, "--none"});

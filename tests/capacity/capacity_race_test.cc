@@ -8,7 +8,8 @@
 //               one lost, so N-1 binds at 5 while each feed carries 1125 W;
 //   cooling:    no feeds, 2392 W of cooling;
 //   rack power: no feeds, the rack's own power budget of 2250 W (0039), also met by a mix of
-//               placements, reservations with figures, move holds and promotions.
+//               placements, reservations with figures, move holds and promotions;
+//   ports:      no feeds, switch ports of 10 x 10g (0040); each server needs 2 x 10g.
 // 5 x 450 = 2250 W fits, 6 x 450 = 2700 W does not: k = 5.
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -34,7 +35,9 @@ constexpr int kRounds = 20;
 constexpr int kFits = 5;
 constexpr int kServerWatts = 450;
 
-enum class Budget { kPower, kRedundancy, kCooling, kRackPower };
+enum class Budget { kPower, kRedundancy, kCooling, kRackPower, kPorts };
+
+constexpr int kServer10gPorts = 2;
 
 // A round's outcomes: how many won, and the refusals counted by "CODE REASON", with their
 // summary as the round's line prints it (" 27 FAILED_PRECONDITION POWER_BUDGET_EXCEEDED").
@@ -69,6 +72,12 @@ void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
     if (budget == Budget::kPower || budget == Budget::kRedundancy) w.Feed(rack, "A", 230, 13);
     if (budget == Budget::kRedundancy) w.Feed(rack, "B", 230, 13);
     const std::vector<std::string> devices = w.Devices(kContenders, kServerWatts, 2);
+    if (budget == Budget::kPorts) {
+      w.SetSwitchPorts(rack, absl::StrCat(R"({"10g": )", kFits * kServer10gPorts, "}"));
+      for (const std::string& device : devices) {
+        w.SetNetworkPorts(device, absl::StrCat(R"({"10g": )", kServer10gPorts, "}"));
+      }
+    }
 
     Barrier barrier(kContenders);
     std::vector<absl::Status> outcomes(kContenders);
@@ -98,6 +107,8 @@ void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
       CHECK(w.CoolingUsed(rack) == kFits * kServerWatts);
     } else if (budget == Budget::kRackPower) {
       CHECK(w.BudgetColumn(rack, "power") == kFits * kServerWatts);
+    } else if (budget == Budget::kPorts) {
+      CHECK(w.PortsUsed(rack, "10g") == kFits * kServer10gPorts);
     } else if (budget == Budget::kPower) {
       CHECK(w.FeedUsed(rack, "A") == kFits * kServerWatts);
     } else {
@@ -118,6 +129,10 @@ TEST_CASE("32 placements race for N-1 room for 5: 5 placed, 27 FEED_REDUNDANCY_L
 
 TEST_CASE("32 placements race for cooling for 5: 5 placed, 27 COOLING_BUDGET_EXCEEDED") {
   Race(Budget::kCooling, v1::COOLING_BUDGET_EXCEEDED, "cooling");
+}
+
+TEST_CASE("32 placements race for 10g ports for 5: 5 placed, 27 PORTS_EXHAUSTED") {
+  Race(Budget::kPorts, v1::PORTS_EXHAUSTED, "ports");
 }
 
 TEST_CASE("32 placements race for a rack power budget of 5: 5 placed, 27 POWER_BUDGET_EXCEEDED") {

@@ -118,6 +118,22 @@ int64_t CapacityWorld::BudgetColumn(const std::string& rack, const std::string& 
                                            "' AND dimension = '", dimension, "'), -1)")));
 }
 
+void CapacityWorld::SetSwitchPorts(const std::string& rack, const std::string& ports_json) {
+  db.Exec(absl::StrCat("UPDATE racks SET switch_ports = ",
+                       ports_json.empty() ? "NULL" : Quoted(ports_json), " WHERE id = '", rack,
+                       "'"));
+}
+
+void CapacityWorld::SetNetworkPorts(const std::string& device, const std::string& ports_json) {
+  db.Exec(absl::StrCat("UPDATE devices SET network_ports = ",
+                       ports_json.empty() ? "NULL" : Quoted(ports_json), " WHERE id = '", device,
+                       "'"));
+}
+
+int64_t CapacityWorld::PortsUsed(const std::string& rack, const std::string& speed) {
+  return Used(db, rack, "ports", Quoted(speed));
+}
+
 int64_t CapacityWorld::Drift() { return db.Count("SELECT count(*) FROM dcl_rack_budget_drift()"); }
 
 v1::Reason ReasonOf(const absl::Status& status) {

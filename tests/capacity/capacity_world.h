@@ -50,6 +50,12 @@ class CapacityWorld : public Site {
   // `used` / `allowance` / `unknown` of the rack's 'power' or 'weight' row; -1 when missing.
   int64_t BudgetColumn(const std::string& rack, const std::string& dimension,
                        const std::string& column = "used");
+  // Switch ports (schema 0040): the rack's offer / a device's needs by speed, as a JSON object
+  // ('{"10g": 48}'; "" = NULL: none recorded / unknown), written as the owner.
+  void SetSwitchPorts(const std::string& rack, const std::string& ports_json);
+  void SetNetworkPorts(const std::string& device, const std::string& ports_json);
+  // `used` of the rack's 'ports' row of `speed`; -1 when missing.
+  int64_t PortsUsed(const std::string& rack, const std::string& speed);
   // Rows of dcl_rack_budget_drift(): 0 when every row equals a recomputation.
   int64_t Drift();
 

@@ -236,6 +236,152 @@ TEST_CASE("a rack's cooling budget and airflow are judged against the devices in
   CHECK(updated.airflow() == v1::AIRFLOW_UNSPECIFIED);
 }
 
+TEST_CASE("a rack's switch ports and a device's network ports by speed: set, judged against "
+          "the devices in the rack, read back and shown by GetRackCapacity") {
+  World w;
+  v1::RegisterDeviceRequest reg;
+  reg.set_site_id(w.site_id);
+  reg.set_vendor("Dell");
+  reg.set_model("R650");
+  reg.set_serial("P1");
+  reg.set_height_units(1);
+  reg.set_depth_class(v1::DEPTH_HALF);
+  reg.set_initial_state(v1::PROCESS_NORMAL);
+  reg.set_network_ports_known(true);
+  v1::PortCount* need = reg.add_network_ports();
+  need->set_speed("10g");
+  need->set_count(2);
+  v1::Device device;
+  REQUIRE(testing::Invoke(*w.inventory, &IS::RegisterDevice, w.op, reg, &device).status.ok());
+  REQUIRE(device.network_ports_known());
+  REQUIRE(device.network_ports_size() == 1);
+  CHECK(device.network_ports(0).speed() == "10g");
+  CHECK(device.network_ports(0).count() == 2);
+  REQUIRE(w.Place(device.id(), 1).ok());
+
+  v1::UpdateRackRequest req;
+  req.set_rack_id(w.rack_id);
+  req.set_set_switch_ports(true);
+  v1::PortCount* offer = req.add_switch_ports();
+  offer->set_speed("10g");
+  offer->set_count(1);
+  v1::RackRecord rack;
+  v1::ErrorDetail detail =
+      DetailOf(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, req, &rack).status);
+  CHECK(detail.reason() == v1::PORTS_EXHAUSTED);
+  CHECK(detail.metadata().at("speed") == "10g");
+  CHECK(detail.metadata().at("used_ports") == "2");
+  CHECK(detail.metadata().at("offered_ports") == "1");
+  CHECK(detail.metadata().at("over_ports") == "1");
+  offer->set_count(3);
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, req, &rack).status.ok());
+  REQUIRE(rack.switch_ports_size() == 1);
+  CHECK(rack.switch_ports(0).count() == 3);
+
+  // Unset: unchanged.
+  v1::UpdateRackRequest rename;
+  rename.set_rack_id(w.rack_id);
+  rename.set_name("R1b");
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, rename, &rack).status.ok());
+  CHECK(rack.switch_ports_size() == 1);
+
+  v1::GetRackCapacityRequest cap_req;
+  cap_req.set_rack_id(w.rack_id);
+  v1::RackCapacity capacity;
+  REQUIRE(
+      w.occupancy->GetRackCapacity(testing::ContextWithToken(w.op).get(), cap_req, &capacity).ok());
+  REQUIRE(capacity.ports_size() == 4);  // every speed of the vocabulary, in its order
+  CHECK(capacity.ports(1).speed() == "10g");
+  CHECK(capacity.ports(1).offered() == 3);
+  CHECK(capacity.ports(1).used() == 2);
+  CHECK(capacity.ports(2).speed() == "25g");
+  CHECK(capacity.ports(2).offered() == 0);
+
+  // A second device of 2 x 10g does not fit; placing it is PORTS_EXHAUSTED.
+  reg.set_serial("P2");
+  v1::Device second;
+  REQUIRE(testing::Invoke(*w.inventory, &IS::RegisterDevice, w.op, reg, &second).status.ok());
+  detail = DetailOf(w.Place(second.id(), 2));
+  CHECK(detail.reason() == v1::PORTS_EXHAUSTED);
+  CHECK(detail.metadata().at("over_ports") == "1");
+
+  // Its needs lowered through UpdateDevice, it fits; forgotten, it is PORTS_UNKNOWN.
+  v1::UpdateDeviceRequest lower;
+  lower.set_device_id(second.id());
+  lower.set_set_network_ports(true);
+  v1::PortCount* one = lower.add_network_ports();
+  one->set_speed("10g");
+  one->set_count(1);
+  v1::Device updated;
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateDevice, w.op, lower, &updated).status.ok());
+  CHECK(updated.network_ports(0).count() == 1);
+  v1::UpdateDeviceRequest forget;
+  forget.set_device_id(second.id());
+  forget.set_network_ports_unknown(true);
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateDevice, w.op, forget, &updated).status.ok());
+  CHECK_FALSE(updated.network_ports_known());
+  detail = DetailOf(w.Place(second.id(), 2));
+  CHECK(detail.reason() == v1::PORTS_UNKNOWN);
+  CHECK(detail.metadata().at("missing") == "network_ports");
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateDevice, w.op, lower, &updated).status.ok());
+  REQUIRE(w.Place(second.id(), 2).ok());
+
+  // An empty list records none: the rack has no ports rule.
+  req.clear_switch_ports();
+  REQUIRE(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, req, &rack).status.ok());
+  CHECK(rack.switch_ports_size() == 0);
+}
+
+TEST_CASE("bad ports are INVALID_ARGUMENT naming the field, before anything is written") {
+  World w;
+  v1::RackRecord rack;
+  v1::UpdateRackRequest req;
+  req.set_rack_id(w.rack_id);
+  req.set_set_switch_ports(true);
+  v1::PortCount* offer = req.add_switch_ports();
+  offer->set_speed("5g");
+  offer->set_count(1);
+  auto field_of = [&](const testing::Call& call) {
+    CHECK(call.status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    return DetailOf(call.status).metadata().at("field");
+  };
+  CHECK(field_of(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, req, &rack)) ==
+        "switch_ports[0].speed");
+  offer->set_speed("10g");
+  offer->set_count(-1);
+  CHECK(field_of(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, req, &rack)).find("count") !=
+        std::string::npos);
+  offer->set_count(4);
+  *req.add_switch_ports() = *offer;
+  CHECK(field_of(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, req, &rack)) ==
+        "switch_ports[1].speed");
+  req.set_set_switch_ports(false);
+  req.mutable_switch_ports()->RemoveLast();
+  CHECK(field_of(testing::Invoke(*w.inventory, &IS::UpdateRack, w.op, req, &rack)) ==
+        "set_switch_ports");
+
+  v1::RegisterDeviceRequest reg;
+  reg.set_site_id(w.site_id);
+  reg.set_vendor("Dell");
+  reg.set_model("R650");
+  reg.set_height_units(1);
+  reg.set_network_ports_known(true);
+  v1::PortCount* need = reg.add_network_ports();
+  need->set_speed("10g");
+  need->set_count(2000);
+  v1::Device device;
+  CHECK(field_of(testing::Invoke(*w.inventory, &IS::RegisterDevice, w.op, reg, &device)) ==
+        "network_ports[0].count");
+  need->set_count(2);
+  reg.set_network_ports_known(false);
+  CHECK(field_of(testing::Invoke(*w.inventory, &IS::RegisterDevice, w.op, reg, &device)) ==
+        "network_ports_known");
+  CHECK(w.db.Count("SELECT count(*) FROM devices") == 0);
+  CHECK(w.db.Scalar(absl::StrCat("SELECT coalesce(switch_ports::text, 'NULL') FROM racks "
+                                 "WHERE id = '",
+                                 w.rack_id, "'")) == "NULL");
+}
+
 TEST_CASE("bad feeds are INVALID_ARGUMENT naming the field, before anything is written") {
   World w;
   v1::RackRecord rack;
