@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/common/rpc_gate.h"
@@ -462,6 +465,33 @@ TEST_CASE("capacity: a rack whose feed belongs to another site's panel is refuse
   CHECK(absl::StrContains(r.out, "device 114 (fra1-web-05): its rack 13 is refused"));
   CHECK(Count(w, "racks WHERE name = 'FRA1-F01'") == "0");
   CHECK(Count(w, "power_feeds") == "0");
+}
+
+TEST_CASE("capacity: a dry run says which racks' figures it would set and writes none; feeds "
+          "dcl holds otherwise are drift, reported and kept, never overwritten") {
+  World w;
+  const std::string dir = Cwd() + "/tests/admin/netbox_fixtures";
+  Result dry = Run(w, {"import", "netbox", "--dir", dir, "--dry-run", "--json"});
+  INFO(dry.out << dry.err);
+  google::protobuf::Struct report;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(dry.out, &report).ok());
+  const auto& counts = report.fields().at("rack capacity").struct_value().fields();
+  CHECK(counts.at("created").number_value() == 1);
+  CHECK(counts.at("unchanged").number_value() == 0);
+  CHECK(Count(w, "power_feeds") == "0");
+  REQUIRE(Run(w, {"import", "netbox", "--dir", dir}).exit == 4);  // the overlap of device 106
+  const std::string f01 = w.db.Scalar("SELECT id FROM racks WHERE name = 'FRA1-F01'");
+  CHECK(Count(w, "power_feeds WHERE rack_id = '" + f01 + "'") == "2");
+  // An operator gives FRA1-F01 stronger feeds in dcl; NetBox still records 16 A.
+  Result feeds = Run(w, {"rack", "feeds", f01, "A:230x32", "B:230x32"});
+  INFO(feeds.out << feeds.err);
+  REQUIRE(feeds.exit == 0);
+  Result again = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(again.out << again.err);
+  CHECK(absl::StrContains(again.out, "rack 13 (FRA1-F01): power feeds: NetBox: A 230V x 16A 80%, "
+                                     "B 230V x 16A 80%; dcl: A 230V x 32A 80%, B 230V x 32A 80%"));
+  CHECK(w.db.Scalar("SELECT string_agg(amperage::text, ',' ORDER BY name) FROM power_feeds WHERE "
+                    "rack_id = '" + f01 + "'") == "32,32");
 }
 
 }  // namespace
