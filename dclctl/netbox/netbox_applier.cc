@@ -208,6 +208,9 @@ struct ApplyRun {
   // Devices a capacity rule refused in this run (NetBox id → the refusal): their units are
   // blocked with a reason naming it, so a re-run finds and reports them again.
   std::map<int64_t, std::string> left_for_a_person;
+  // Racks whose capacity from NetBox dcl refused (their load is above it already): NetBox's
+  // budget is not in dcl, so no device is added to them (NetBox id → the refusal).
+  std::map<int64_t, std::string> capacity_refused;
   std::map<std::string, std::string> device_netbox;  // dcl device id → "device N (name)"
 
   // One call with a fresh context: its status, and whether the server answered it as a replay.
@@ -364,9 +367,12 @@ grpc::Status ApplyRun::ConfigureRackCapacity() {
     if (auto it = rack_record.find(id); !id.empty() && it != rack_record.end()) {
       current = it->second;
     }
-    bool changed = false, drifted_here = false;
+    bool changed = false, reported = false;  // reported: as drift or a refusal, not counted
     auto refused = [&](const std::string& change, const grpc::Status& status) {
-      report.refused.push_back({what, absl::StrCat(change, " refused: ", status.error_message())});
+      const std::string why = absl::StrCat(change, " refused: ", status.error_message());
+      report.refused.push_back({what, why});
+      capacity_refused.emplace(p.netbox_id, why);
+      reported = true;
     };
     // Feeds: by name, voltage, amperage, phase and max utilization.
     if (!p.feeds.empty()) {
@@ -387,7 +393,7 @@ grpc::Status ApplyRun::ConfigureRackCapacity() {
       } else if (!have.empty()) {
         report.drift.push_back({what, absl::StrCat("power feeds: NetBox: ", FeedsText(wanted),
                                                    "; dcl: ", FeedsText(have))});
-        drifted_here = true;
+        reported = true;
       } else if (dry_run) {
         changed = true;
       } else {
@@ -417,7 +423,7 @@ grpc::Status ApplyRun::ConfigureRackCapacity() {
         report.drift.push_back({what, absl::StrCat("weight budget: NetBox: max_weight ",
                                                    *p.weight_budget_kg, " kg; dcl: ",
                                                    current.weight_budget_kg(), " kg")});
-        drifted_here = true;
+        reported = true;
       } else {
         update.set_weight_budget_kg(*p.weight_budget_kg);
       }
@@ -427,7 +433,7 @@ grpc::Status ApplyRun::ConfigureRackCapacity() {
       } else if (current.airflow() != v1::AIRFLOW_UNSPECIFIED) {
         report.drift.push_back({what, absl::StrCat("airflow: NetBox: ", v1::Airflow_Name(p.airflow),
                                                    "; dcl: ", v1::Airflow_Name(current.airflow()))});
-        drifted_here = true;
+        reported = true;
       } else {
         update.set_airflow(p.airflow);
       }
@@ -453,7 +459,7 @@ grpc::Status ApplyRun::ConfigureRackCapacity() {
         }
       }
     }
-    if (!drifted_here) {
+    if (!reported) {
       ++(changed ? report.counts["rack capacity"].created : report.counts["rack capacity"].unchanged);
     }
   }
@@ -660,6 +666,17 @@ grpc::Status ApplyRun::PlaceDevices() {
                                   ? std::string("placed nowhere")
                                   : absl::StrCat(RackWhat(plan, dcl->second.rack_netbox_id), " ",
                                                  DescribeSlotRanges(dcl->second.slots)))});
+      drifted.push_back(&p);
+      continue;
+    }
+    if (auto rack_refused = capacity_refused.find(p.rack_netbox_id);
+        rack_refused != capacity_refused.end()) {
+      // Placed without NetBox's budget, it would be booked over what NetBox says the rack
+      // takes: left for a person, its units blocked as for a capacity refusal.
+      const std::string why = absl::StrCat("its rack's ", rack_refused->second);
+      report.refused.push_back({what, absl::StrCat("placement at ", where, " not tried: ", why,
+                                                   " (left for a person)")});
+      left_for_a_person[p.netbox_id] = why;
       drifted.push_back(&p);
       continue;
     }

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -492,6 +493,46 @@ TEST_CASE("capacity: a dry run says which racks' figures it would set and writes
                                      "B 230V x 16A 80%; dcl: A 230V x 32A 80%, B 230V x 32A 80%"));
   CHECK(w.db.Scalar("SELECT string_agg(amperage::text, ',' ORDER BY name) FROM power_feeds WHERE "
                     "rack_id = '" + f01 + "'") == "32,32");
+}
+
+TEST_CASE("capacity: feeds NetBox records below what a rack carries already are refused by the "
+          "database and reported; no device is added to that rack, each left for a person, "
+          "again on a re-run") {
+  World w;
+  // First without the power feeds: FRA1-F01 takes fra1-edge-01 and fra1-web-05 (650 W).
+  const std::string before = FixturesWith("", "", "");
+  std::remove((before + "/power-feeds.json").c_str());
+  REQUIRE(Run(w, {"import", "netbox", "--dir", before}).exit == 4);  // the overlap of device 106
+  REQUIRE(Count(w, "power_feeds") == "0");
+  // Then NetBox records 230 V x 1 A feeds (184 W derated each) and a new device in the rack.
+  const std::string after = FixturesWith(
+      "",
+      R"({"id": 190, "name": "fra1-gpu-01", "site": {"id": 1}, "device_type": {"id": 21},
+          "rack": {"id": 13}, "position": 15, "face": "front", "parent_device": null,
+          "serial": "GPU-190", "status": "active"})",
+      "", R"({"id": 990, "device": {"id": 190}, "allocated_draw": 100})");
+  std::string weak = ReadFile(after + "/power-feeds.json");
+  for (size_t at = weak.find("\"amperage\": 16"); at != std::string::npos;
+       at = weak.find("\"amperage\": 16", at)) {
+    weak.replace(at, 14, "\"amperage\": 1");
+  }
+  WriteFile(after + "/power-feeds.json", weak);
+  for (int run = 0; run < 2; ++run) {
+    Result r = Run(w, {"import", "netbox", "--dir", after});
+    INFO("run " << run << "\n" << r.out << r.err);
+    CHECK(r.exit == 4);
+    CHECK(absl::StrContains(r.out, "rack 13 (FRA1-F01): power feeds A 230V x 1A 80%, B 230V x "
+                                   "1A 80% refused: "));
+    CHECK(absl::StrContains(r.out, "device 190 (fra1-gpu-01): placement at rack 13 (FRA1-F01) "
+                                   "front U15 "));
+    CHECK(absl::StrContains(r.out, "its rack's power feeds A 230V x 1A 80%, B 230V x 1A 80% "
+                                   "refused: "));
+    CHECK(Count(w, "power_feeds") == "0");
+    CHECK(Count(w, "bookings b JOIN devices d ON d.id = b.device_id WHERE d.serial = 'GPU-190' "
+                   "AND b.kind <> 'blocking'") == "0");
+    CHECK(Count(w, "bookings WHERE kind = 'blocking' AND reason LIKE 'NetBox device 190 %'") ==
+          "1");
+  }
 }
 
 }  // namespace
