@@ -431,8 +431,9 @@ grpc::Status ApplyRun::ConfigureRackCapacity() {
     if (p.airflow != v1::AIRFLOW_UNSPECIFIED) {
       if (current.airflow() == p.airflow) {
       } else if (current.airflow() != v1::AIRFLOW_UNSPECIFIED) {
-        report.drift.push_back({what, absl::StrCat("airflow: NetBox: ", v1::Airflow_Name(p.airflow),
-                                                   "; dcl: ", v1::Airflow_Name(current.airflow()))});
+        report.drift.push_back(
+            {what, absl::StrCat("airflow: NetBox: ", v1::Airflow_Name(p.airflow), "; dcl: ",
+                                v1::Airflow_Name(current.airflow()))});
         reported = true;
       } else {
         update.set_airflow(p.airflow);
@@ -460,7 +461,8 @@ grpc::Status ApplyRun::ConfigureRackCapacity() {
       }
     }
     if (!reported) {
-      ++(changed ? report.counts["rack capacity"].created : report.counts["rack capacity"].unchanged);
+      Report::Counts& counts = report.counts["rack capacity"];
+      ++(changed ? counts.created : counts.unchanged);
     }
   }
   return grpc::Status::OK;
@@ -953,9 +955,9 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   ApplyRun run{plan, options, report, progress, &inventory_, &occupancy_, make_context_};
   for (grpc::Status (ApplyRun::*phase)() :
        {&ApplyRun::CreateSites, &ApplyRun::FindRacksAndDevices, &ApplyRun::CreateRacks,
-        &ApplyRun::ConfigureRackCapacity, &ApplyRun::RegisterDevices, &ApplyRun::ReadElevations, &ApplyRun::PlaceDevices,
-        &ApplyRun::BlockReservations, &ApplyRun::ReportUnclaimedPlacements,
-        &ApplyRun::BlockDriftClaims}) {
+        &ApplyRun::ConfigureRackCapacity, &ApplyRun::RegisterDevices, &ApplyRun::ReadElevations,
+        &ApplyRun::PlaceDevices, &ApplyRun::BlockReservations,
+        &ApplyRun::ReportUnclaimedPlacements, &ApplyRun::BlockDriftClaims}) {
     // A failure that is not a business refusal ends the run; what was written stays.
     if (grpc::Status status = (run.*phase)(); !status.ok()) {
       progress.Finish();

@@ -234,8 +234,8 @@ absl::StatusOr<DevicePower> PowerOf(const std::vector<const PowerPort*>& ports) 
   out.ports = static_cast<int>(ports.size());
   int64_t sum = 0;
   for (const PowerPort* p : ports) {
-    for (const auto& [field, draw] :
-         {std::pair{"allocated_draw", p->allocated_draw}, std::pair{"maximum_draw", p->maximum_draw}}) {
+    for (const auto& [field, draw] : {std::pair{"allocated_draw", p->allocated_draw},
+                                      std::pair{"maximum_draw", p->maximum_draw}}) {
       if (draw && (!Whole(*draw) || *draw < 0 || *draw > 1000000)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "power port ", p->id, ": ", field, " ", *draw, " is not 0 to 1,000,000 whole watts"));

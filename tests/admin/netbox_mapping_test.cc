@@ -684,7 +684,8 @@ TEST_CASE("feeds: a rack's feed of another site, of an unread panel, or with an 
   CHECK(plan.racks[0].feeds[1].name() == "PP-2/A");
   CHECK(SkipReason(plan, "power feed 3 (C)") == "feeds no rack: dcl keeps power feeds per rack");
   CHECK(SkipReason(plan, "power feed 4 (D)") == "its rack 77 is not among the racks read");
-  CHECK(SkipReason(plan, "power feed 5 (P)") == "status \"planned\": only active feeds carry power");
+  CHECK(SkipReason(plan, "power feed 5 (P)") ==
+        "status \"planned\": only active feeds carry power");
 }
 
 TEST_CASE("corrupt figures: a negative draw, a huge weight, an unknown unit or airflow refuse the "
@@ -710,7 +711,8 @@ TEST_CASE("corrupt figures: a negative draw, a huge weight, an unknown unit or a
 
   files = OneRack(rack, device);
   types = files["device-types.json"];
-  files["device-types.json"] = types.replace(types.find("\"airflow\": {"), 11, "\"airflow\": \"sideways\", \"x\": ");
+  files["device-types.json"] =
+      types.replace(types.find("\"airflow\": {"), 11, "\"airflow\": \"sideways\", \"x\": ");
   plan = PlanOf(files);
   REQUIRE(plan.ok());
   CHECK(absl::StrContains(RefusalReason(*plan, "device 1"), "airflow \"sideways\""));

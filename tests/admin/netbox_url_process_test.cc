@@ -408,8 +408,9 @@ TEST_CASE("capacity: NetBox's feeds, weights and draws come over; a device NetBo
         "A 230x16 single-phase 80 2944, B 230x16 single-phase 80 2944");
   CHECK(w.db.Scalar("SELECT weight_budget_kg FROM racks WHERE id = '" + f01 + "'") == "500");
   // The devices' figures: the sum of allocated_draw, the ports, the type's weight in kg.
-  CHECK(w.db.Scalar("SELECT power_draw_watts || ' ' || power_port_count || ' ' || weight_kg || ' ' || "
-                    "airflow FROM devices WHERE serial = 'GPU-190'") == "2800 2 18 front-to-rear");
+  CHECK(w.db.Scalar("SELECT power_draw_watts || ' ' || power_port_count || ' ' || weight_kg || "
+                    "' ' || airflow FROM devices WHERE serial = 'GPU-190'") ==
+        "2800 2 18 front-to-rear");
   CHECK(w.db.Scalar("SELECT coalesce(power_draw_watts::text, 'unknown') || ' ' || power_port_count "
                     "FROM devices WHERE serial = 'ODD-191'") == "unknown 2");
   // The devices within the budget are placed; the two others are reported, not booked.
