@@ -21,7 +21,7 @@ void PrintImportReport(const Invocation& inv, const std::string& source, const s
                        bool dry_run, netbox::Report& report) {
   const std::pair<const char*, const std::vector<netbox::Skipped>*> lists[] = {
       {"skipped", &report.skipped}, {"refused", &report.refused}, {"held", &report.held},
-      {"drift", &report.drift}};
+      {"drift", &report.drift}, {"unknown figures", &report.unknown}};
   if (inv.json) {
     google::protobuf::Struct out;
     auto& fields = *out.mutable_fields();
@@ -47,7 +47,8 @@ void PrintImportReport(const Invocation& inv, const std::string& source, const s
               dry_run ? " (dry run: nothing written)" : "");
   std::vector<std::vector<std::string>> rows;
   for (const char* kind :
-       {"sites", "racks", "devices", "placements", "blockings", "drift blockings"}) {
+       {"sites", "racks", "rack capacity", "devices", "placements", "blockings",
+        "drift blockings"}) {
     rows.push_back({kind, absl::StrCat(report.counts[kind].created),
                     absl::StrCat(report.counts[kind].unchanged)});
   }
@@ -71,6 +72,12 @@ absl::StatusOr<netbox::Export> ReadNetbox(const Invocation& inv, std::string* so
     for (const char* name : netbox::kFiles) {
       bool ok = false;
       std::string text = ReadFileText(dir + "/" + name, &ok);
+      const bool optional = std::find_if(std::begin(netbox::kOptionalFiles),
+                                         std::end(netbox::kOptionalFiles), [&](const char* o) {
+                                           return std::string(o) == name;
+                                         }) != std::end(netbox::kOptionalFiles);
+      // A power list absent from a directory saved before it was read: read as empty.
+      if (!ok && optional && access((dir + "/" + name).c_str(), F_OK) != 0) continue;
       if (!ok) throw UsageError(absl::StrCat("cannot read ", dir, "/", name));
       files[name] = std::move(text);
     }

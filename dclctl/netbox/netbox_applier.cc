@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "dclctl/format/cli_format.h"
 #include "dclctl/format/rack_elevation.h"
 #include "services/common/grpc_status.h"
@@ -66,6 +67,49 @@ std::string CollidingUnits(const grpc::Status& status) {
     if (at != std::string::npos) return line.substr(at + 17);
   }
   return status.error_message();
+}
+
+// A refusal by one of the rack's capacity rules (a budget, a feed, N-1, cooling, airflow, or a
+// figure the rule needs and the device lacks): the database decided, and a person must.
+bool CapacityRefusal(const grpc::Status& status) {
+  const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
+  if (!detail.has_value()) return false;
+  switch (detail->reason()) {
+    case v1::POWER_BUDGET_EXCEEDED:
+    case v1::FEED_REDUNDANCY_LOST:
+    case v1::COOLING_BUDGET_EXCEEDED:
+    case v1::AIRFLOW_MISMATCH:
+    case v1::WEIGHT_BUDGET_EXCEEDED:
+    case v1::POWER_UNKNOWN:
+    case v1::POWER_PORTS_UNKNOWN:
+    case v1::AIRFLOW_UNKNOWN:
+    case v1::WEIGHT_UNKNOWN:
+    case v1::FEEDS_UNNAMED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The start of the reason of the blocking that holds the units of a device NetBox racks and a
+// capacity rule refused: a re-run finds it there and reports the device again.
+std::string LeftForAPersonPrefix(const std::string& what) {
+  return absl::StrCat("NetBox ", what, " stands here; its placement was refused, left for a "
+                      "person: ");
+}
+
+// One feed as the report names it: "A 230V x 16A 3ph 80%".
+std::string FeedText(const v1::PowerFeed& f) {
+  return absl::StrCat(f.name(), " ", f.voltage(), "V x ", f.amperage(), "A",
+                      f.phase() == v1::POWER_PHASE_THREE ? " 3ph" : "", " ",
+                      f.max_utilization() == 0 ? 80 : f.max_utilization(), "%");
+}
+
+std::string FeedsText(const google::protobuf::RepeatedPtrField<v1::PowerFeed>& feeds) {
+  std::vector<std::string> names;
+  for (const v1::PowerFeed& f : feeds) names.push_back(FeedText(f));
+  std::sort(names.begin(), names.end());
+  return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }
 
 // A placement of `device_id` with exactly `slots` among the rack's active bookings.
@@ -149,6 +193,7 @@ struct ApplyRun {
 
   std::map<int64_t, std::string> site_id;  // NetBox id → dcl id ("" in a dry run: not yet)
   std::map<std::pair<std::string, std::string>, std::string> rack_by_name;  // (site, name)
+  std::map<std::string, v1::RackRecord> rack_record;  // dcl id → as dcl holds it before the run
   std::map<std::string, std::string> device_by_serial;
   std::map<int64_t, std::string> rack_id;
   std::map<int64_t, bool> rack_has_rear;
@@ -160,6 +205,12 @@ struct ApplyRun {
   std::map<int64_t, v1::Rack> elevation;
   std::map<std::string, DclPlacement> dcl_placement;  // dcl device id → where dcl has it
   std::vector<const DevicePlan*> drifted;
+  // Devices a capacity rule refused in this run (NetBox id → the refusal): their units are
+  // blocked with a reason naming it, so a re-run finds and reports them again.
+  std::map<int64_t, std::string> left_for_a_person;
+  // Racks whose capacity from NetBox dcl refused (their load is above it already): NetBox's
+  // budget is not in dcl, so no device is added to them (NetBox id → the refusal).
+  std::map<int64_t, std::string> capacity_refused;
   std::map<std::string, std::string> device_netbox;  // dcl device id → "device N (name)"
 
   // One call with a fresh context: its status, and whether the server answered it as a replay.
@@ -188,6 +239,7 @@ struct ApplyRun {
   grpc::Status CreateSites();
   grpc::Status FindRacksAndDevices();
   grpc::Status CreateRacks();
+  grpc::Status ConfigureRackCapacity();
   grpc::Status RegisterDevices();
   grpc::Status ReadElevations();
   grpc::Status PlaceDevices();
@@ -248,7 +300,10 @@ grpc::Status ApplyRun::FindRacksAndDevices() {
       auto [status, replayed] =
           Call([&](grpc::ClientContext* c) { return inventory->ListRacks(c, racks, &page); });
       if (!status.ok()) return status;
-      for (const v1::RackRecord& r : page.racks()) rack_by_name[{id, r.name()}] = r.id();
+      for (const v1::RackRecord& r : page.racks()) {
+        rack_by_name[{id, r.name()}] = r.id();
+        rack_record[r.id()] = r;
+      }
       racks.set_page_token(page.next_page_token());
     } while (!racks.page_token().empty());
     v1::ListDevicesRequest devices;
@@ -294,6 +349,121 @@ grpc::Status ApplyRun::CreateRacks() {
     if (!status.ok()) return status;
     rack_id[p.netbox_id] = rack.id();
     ++(replayed ? report.counts["racks"].unchanged : report.counts["racks"].created);
+  }
+  return grpc::Status::OK;
+}
+
+// The capacity NetBox records for each rack (feeds, max_weight, airflow), before any device is
+// placed, so that every placement is judged against it. dcl holds these as configuration: a
+// rack without them in dcl takes NetBox's; a rack that has other figures keeps dcl's, and the
+// difference is reported as drift. A refusal (a budget below what the rack carries already)
+// is reported and the rack keeps what it had.
+grpc::Status ApplyRun::ConfigureRackCapacity() {
+  for (const RackPlan& p : plan.racks) {
+    if (p.feeds.empty() && !p.weight_budget_kg && p.airflow == v1::AIRFLOW_UNSPECIFIED) continue;
+    const std::string what = RackWhat(plan, p.netbox_id);
+    const std::string& id = rack_id[p.netbox_id];
+    v1::RackRecord current;  // a rack created by this run (or a dry run's new one) has none
+    if (auto it = rack_record.find(id); !id.empty() && it != rack_record.end()) {
+      current = it->second;
+    }
+    bool changed = false, reported = false;  // reported: as drift or a refusal, not counted
+    auto refused = [&](const std::string& change, const grpc::Status& status) {
+      const std::string why = absl::StrCat(change, " refused: ", status.error_message());
+      report.refused.push_back({what, why});
+      capacity_refused.emplace(p.netbox_id, why);
+      reported = true;
+    };
+    // Feeds: by name, voltage, amperage, phase and max utilization.
+    if (!p.feeds.empty()) {
+      google::protobuf::RepeatedPtrField<v1::PowerFeed> wanted;
+      for (v1::PowerFeed f : p.feeds) {
+        if (f.phase() == v1::POWER_PHASE_UNSPECIFIED) f.set_phase(v1::POWER_PHASE_SINGLE);
+        *wanted.Add() = f;
+      }
+      google::protobuf::RepeatedPtrField<v1::PowerFeed> have;
+      for (v1::PowerFeed f : current.power_feeds()) {
+        f.clear_available_watts();
+        if (f.phase() == v1::POWER_PHASE_UNSPECIFIED) f.set_phase(v1::POWER_PHASE_SINGLE);
+        if (f.max_utilization() == 0) f.set_max_utilization(80);
+        *have.Add() = f;
+      }
+      if (FeedsText(have) == FeedsText(wanted)) {
+        // as NetBox records them
+      } else if (!have.empty()) {
+        report.drift.push_back({what, absl::StrCat("power feeds: NetBox: ", FeedsText(wanted),
+                                                   "; dcl: ", FeedsText(have))});
+        reported = true;
+      } else if (dry_run) {
+        changed = true;
+      } else {
+        v1::SetPowerFeedsRequest req;
+        req.set_rack_id(id);
+        *req.mutable_feeds() = wanted;
+        req.set_request_id(DerivedRequestId(absl::StrCat("netbox rack ", p.netbox_id,
+                                                         " feeds ", FeedsText(wanted))));
+        v1::RackRecord rack;
+        auto [status, replayed] =
+            Call([&](grpc::ClientContext* c) { return inventory->SetPowerFeeds(c, req, &rack); });
+        if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+            status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+          refused(absl::StrCat("power feeds ", FeedsText(wanted)), status);
+        } else if (!status.ok()) {
+          return status;
+        } else {
+          changed = changed || !replayed;
+        }
+      }
+    }
+    // The weight budget and the airflow: one UpdateRack for what dcl does not hold yet.
+    v1::UpdateRackRequest update;
+    if (p.weight_budget_kg) {
+      if (current.weight_budget_kg() == *p.weight_budget_kg) {
+      } else if (current.weight_budget_kg() != 0) {
+        report.drift.push_back({what, absl::StrCat("weight budget: NetBox: max_weight ",
+                                                   *p.weight_budget_kg, " kg; dcl: ",
+                                                   current.weight_budget_kg(), " kg")});
+        reported = true;
+      } else {
+        update.set_weight_budget_kg(*p.weight_budget_kg);
+      }
+    }
+    if (p.airflow != v1::AIRFLOW_UNSPECIFIED) {
+      if (current.airflow() == p.airflow) {
+      } else if (current.airflow() != v1::AIRFLOW_UNSPECIFIED) {
+        report.drift.push_back(
+            {what, absl::StrCat("airflow: NetBox: ", v1::Airflow_Name(p.airflow), "; dcl: ",
+                                v1::Airflow_Name(current.airflow()))});
+        reported = true;
+      } else {
+        update.set_airflow(p.airflow);
+      }
+    }
+    if (update.has_weight_budget_kg() || update.has_airflow()) {
+      if (dry_run) {
+        changed = true;
+      } else {
+        update.set_rack_id(id);
+        update.set_request_id(DerivedRequestId(absl::StrCat(
+            "netbox rack ", p.netbox_id, " weight ", update.weight_budget_kg(), " airflow ",
+            update.has_airflow() ? update.airflow() : -1)));
+        v1::RackRecord rack;
+        auto [status, replayed] =
+            Call([&](grpc::ClientContext* c) { return inventory->UpdateRack(c, update, &rack); });
+        if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+            status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+          refused("weight budget and airflow", status);
+        } else if (!status.ok()) {
+          return status;
+        } else {
+          changed = changed || !replayed;
+        }
+      }
+    }
+    if (!reported) {
+      Report::Counts& counts = report.counts["rack capacity"];
+      ++(changed ? counts.created : counts.unchanged);
+    }
   }
   return grpc::Status::OK;
 }
@@ -471,6 +641,26 @@ grpc::Status ApplyRun::PlaceDevices() {
       // moved or released here; what NetBox claims for it is blocked below where dcl has it
       // free.
       auto dcl = dcl_placement.find(device);
+      // A device an earlier run left for a person (a capacity rule refused it): its units are
+      // held by the blocking naming the refusal. It is reported again as it was, never tried
+      // again: a person decides (raise the budget, place it with `dclctl place`, or correct
+      // NetBox).
+      if (dcl == dcl_placement.end() && rack != elevation.end()) {
+        const std::string prefix = LeftForAPersonPrefix(what);
+        std::optional<std::string> left;
+        for (const v1::ElevationSlot& s : rack->second.occupied()) {
+          if (s.kind() == v1::BOOKING_BLOCKING && s.reason().rfind(prefix, 0) == 0) {
+            left = s.reason().substr(prefix.size());
+            break;
+          }
+        }
+        if (left) {
+          report.refused.push_back(
+              {what, absl::StrCat("placement at ", where, " refused: ", *left,
+                                  " (reported again, not retried: left for a person)")});
+          continue;
+        }
+      }
       report.drift.push_back(
           {what, absl::StrCat("NetBox: ", RackWhat(plan, p.rack_netbox_id), " ",
                               DescribeSlotRanges(slots), "; dcl: ",
@@ -478,6 +668,17 @@ grpc::Status ApplyRun::PlaceDevices() {
                                   ? std::string("placed nowhere")
                                   : absl::StrCat(RackWhat(plan, dcl->second.rack_netbox_id), " ",
                                                  DescribeSlotRanges(dcl->second.slots)))});
+      drifted.push_back(&p);
+      continue;
+    }
+    if (auto rack_refused = capacity_refused.find(p.rack_netbox_id);
+        rack_refused != capacity_refused.end()) {
+      // Placed without NetBox's budget, it would be booked over what NetBox says the rack
+      // takes: left for a person, its units blocked as for a capacity refusal.
+      const std::string why = absl::StrCat("its rack's ", rack_refused->second);
+      report.refused.push_back({what, absl::StrCat("placement at ", where, " not tried: ", why,
+                                                   " (left for a person)")});
+      left_for_a_person[p.netbox_id] = why;
       drifted.push_back(&p);
       continue;
     }
@@ -542,8 +743,10 @@ grpc::Status ApplyRun::PlaceDevices() {
         return;
       }
       // Refused or lost a race (nothing of the batch is booked): each placement again on its
-      // own, so that the report names each refused device with the units it collides on.
-      ParallelFor(end - begin, options.parallel, [&](size_t k) { place(first[begin + k]); });
+      // own, so that the report names each refused device with the units it collides on. One
+      // after the other in NetBox id order: when a rack's budget takes only some of the
+      // batch's devices, the first ones win, as a re-run and a person reading NetBox expect.
+      for (size_t k = begin; k < end; ++k) place(first[k]);
     });
     for (size_t i : last) place(i);
     for (size_t i = 0; i < to_place.size(); ++i) {
@@ -552,6 +755,18 @@ grpc::Status ApplyRun::PlaceDevices() {
           status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
         const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
         const bool occupied = detail.has_value() && detail->reason() == v1::UNIT_OCCUPIED;
+        if (CapacityRefusal(status)) {
+          // Never booked over a budget: the device stays registered and unplaced, its units
+          // are blocked below with the refusal in the blocking's reason, and a person decides.
+          const std::string why = absl::StrCat(v1::Reason_Name(detail->reason()), ": ",
+                                               status.error_message());
+          report.refused.push_back({to_place[i].what,
+                                    absl::StrCat("placement at ", to_place[i].where,
+                                                 " refused: ", why, " (left for a person)")});
+          left_for_a_person[to_place[i].plan->netbox_id] = why;
+          drifted.push_back(to_place[i].plan);
+          continue;
+        }
         report.refused.push_back(
             {to_place[i].what,
              absl::StrCat("placement at ", to_place[i].where, " refused: ",
@@ -692,8 +907,12 @@ grpc::Status ApplyRun::BlockDriftClaims() {
     const bool both = rear && p->request.depth_class() != v1::DEPTH_HALF;
     claim.set_both_sides(both);
     claim.set_side(both ? v1::SIDE_UNSPECIFIED : p->side);
-    claim.set_reason(absl::StrCat("NetBox ", what, " claims these units, dcl holds them free (drift, ",
-                                  options.run, ")"));
+    auto left = left_for_a_person.find(p->netbox_id);
+    claim.set_reason(left != left_for_a_person.end()
+                         ? absl::StrCat(LeftForAPersonPrefix(what), left->second, " (",
+                                        options.run, ")")
+                         : absl::StrCat("NetBox ", what, " claims these units, dcl holds them "
+                                        "free (drift, ", options.run, ")"));
     for (const v1::BlockUnitsRequest& free : SplitByHolders(claim, rear, holders).free) {
       if (dry_run) {
         ++report.counts["drift blockings"].created;
@@ -725,8 +944,9 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   report.skipped = plan.skipped;
   report.refused = plan.refused;
   report.held = plan.held;
-  for (const char* kind : {"sites", "racks", "devices", "placements", "blockings",
-                           "drift blockings"}) {
+  report.unknown = plan.unknown;
+  for (const char* kind : {"sites", "racks", "rack capacity", "devices", "placements",
+                           "blockings", "drift blockings"}) {
     report.counts[kind];
   }
   Progress progress(
@@ -735,9 +955,9 @@ grpc::Status Applier::Apply(const Plan& plan, const ApplyOptions& options, Repor
   ApplyRun run{plan, options, report, progress, &inventory_, &occupancy_, make_context_};
   for (grpc::Status (ApplyRun::*phase)() :
        {&ApplyRun::CreateSites, &ApplyRun::FindRacksAndDevices, &ApplyRun::CreateRacks,
-        &ApplyRun::RegisterDevices, &ApplyRun::ReadElevations, &ApplyRun::PlaceDevices,
-        &ApplyRun::BlockReservations, &ApplyRun::ReportUnclaimedPlacements,
-        &ApplyRun::BlockDriftClaims}) {
+        &ApplyRun::ConfigureRackCapacity, &ApplyRun::RegisterDevices, &ApplyRun::ReadElevations,
+        &ApplyRun::PlaceDevices, &ApplyRun::BlockReservations,
+        &ApplyRun::ReportUnclaimedPlacements, &ApplyRun::BlockDriftClaims}) {
     // A failure that is not a business refusal ends the run; what was written stays.
     if (grpc::Status status = (run.*phase)(); !status.ok()) {
       progress.Finish();

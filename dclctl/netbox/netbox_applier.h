@@ -49,10 +49,13 @@ struct Report {
   struct Counts {
     int created = 0, unchanged = 0;
   };
-  // "sites", "racks", "devices", "placements", "blockings", "drift blockings"
+  // "sites", "racks", "rack capacity", "devices", "placements", "blockings", "drift blockings"
   std::map<std::string, Counts> counts;
   std::vector<Skipped> skipped;  // takes no rack unit
-  std::vector<Skipped> refused;  // should take units and cannot (mapping or a server's refusal)
+  // Should take units and cannot (mapping or a server's refusal); a placement a capacity rule
+  // refuses is here too, "left for a person", in this run and every re-run until one decides.
+  std::vector<Skipped> refused;
+  std::vector<Skipped> unknown;  // figures NetBox does not record (power, weight, airflow)
   std::vector<Skipped> held;     // reserved units something else already holds, and what
   // Where NetBox and dcl disagree: a device dcl has at other units, in another rack or
   // nowhere; units dcl places a device in where NetBox records none.

@@ -46,6 +46,15 @@ class Obj {
     if (v->has_string_value() && std::sscanf(v->string_value().c_str(), "%lf", &d) == 1) return d;
     return Bad(where_, "\"" + key + "\" is not a number");
   }
+  // A number that may be null or absent (nullopt); anything else there but a number is a
+  // corrupt export, never read as "not recorded".
+  absl::StatusOr<std::optional<double>> NullableNumber(const std::string& key) const {
+    if (Get(key) == nullptr) return std::optional<double>();
+    absl::StatusOr<double> n = Number(key);
+    if (!n.ok()) return n.status();
+    if (!std::isfinite(*n)) return Bad(where_, "\"" + key + "\" is not a finite number");
+    return std::optional<double>(*n);
+  }
   std::optional<double> OptionalNumber(const std::string& key) const {
     absl::StatusOr<double> n = Number(key);
     if (!n.ok()) return std::nullopt;
@@ -205,6 +214,10 @@ absl::StatusOr<Export> ParseLists(const Pages& pages, const std::string& suffix)
       // NetBox 4.1 renamed the rack's `type` to `form_factor`.
       r.form_factor = o.Choice("form_factor");
       if (r.form_factor.empty()) r.form_factor = o.Choice("type");
+      ASSIGN_OR_RETURN_NB(max_weight, o.NullableNumber("max_weight"));
+      r.max_weight = max_weight;
+      r.weight_unit = o.Choice("weight_unit");
+      r.airflow = o.Choice("airflow");
       out.racks.push_back(r);
     }
   }
@@ -222,6 +235,10 @@ absl::StatusOr<Export> ParseLists(const Pages& pages, const std::string& suffix)
       t.u_height = height;
       t.is_full_depth = o.Bool("is_full_depth", true);
       t.subdevice_role = o.Choice("subdevice_role");
+      t.airflow = o.Choice("airflow");
+      ASSIGN_OR_RETURN_NB(weight, o.NullableNumber("weight"));
+      t.weight = weight;
+      t.weight_unit = o.Choice("weight_unit");
       out.device_types.push_back(t);
     }
   }
@@ -247,6 +264,7 @@ absl::StatusOr<Export> ParseLists(const Pages& pages, const std::string& suffix)
       d.parent_device_id = parent;
       d.serial = o.Text("serial");
       d.status = o.Choice("status");
+      d.airflow = o.Choice("airflow");
       out.devices.push_back(d);
     }
   }
@@ -272,6 +290,67 @@ absl::StatusOr<Export> ParseLists(const Pages& pages, const std::string& suffix)
       std::optional<Obj> user = o.Nested("user");
       if (user) r.user = user->Text("username");
       out.reservations.push_back(r);
+    }
+  }
+  // The power lists: absent from a directory saved before they were read, they read as empty.
+  auto rows_of = [&](const char* list) -> absl::StatusOr<std::vector<Struct>> {
+    if (pages.count(list) == 0) return std::vector<Struct>();
+    return Results(pages, list, label(list));
+  };
+  {
+    ASSIGN_OR_RETURN_NB(rows, rows_of("power-panels"));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Obj o(rows[i], Where(label("power-panels"), i));
+      PowerPanel p;
+      ASSIGN_OR_RETURN_NB(id, o.Id());
+      p.id = id;
+      ASSIGN_OR_RETURN_NB(site, o.Ref("site"));
+      if (!site) return Bad(o.where(), "no \"site\"");
+      p.site_id = *site;
+      p.name = o.Text("name");
+      out.power_panels.push_back(p);
+    }
+  }
+  {
+    ASSIGN_OR_RETURN_NB(rows, rows_of("power-feeds"));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Obj o(rows[i], Where(label("power-feeds"), i));
+      PowerFeed f;
+      ASSIGN_OR_RETURN_NB(id, o.Id());
+      f.id = id;
+      ASSIGN_OR_RETURN_NB(panel, o.Ref("power_panel"));
+      if (!panel) return Bad(o.where(), "no \"power_panel\"");
+      f.power_panel_id = *panel;
+      ASSIGN_OR_RETURN_NB(rack, o.Ref("rack"));
+      f.rack_id = rack;
+      f.name = o.Text("name");
+      f.status = o.Choice("status");
+      f.supply = o.Choice("supply");
+      f.phase = o.Choice("phase");
+      ASSIGN_OR_RETURN_NB(voltage, o.Number("voltage"));
+      ASSIGN_OR_RETURN_NB(amperage, o.Number("amperage"));
+      f.voltage = voltage;
+      f.amperage = amperage;
+      ASSIGN_OR_RETURN_NB(max_utilization, o.NullableNumber("max_utilization"));
+      f.max_utilization = max_utilization;
+      out.power_feeds.push_back(f);
+    }
+  }
+  {
+    ASSIGN_OR_RETURN_NB(rows, rows_of("power-ports"));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Obj o(rows[i], Where(label("power-ports"), i));
+      PowerPort p;
+      ASSIGN_OR_RETURN_NB(id, o.Id());
+      p.id = id;
+      ASSIGN_OR_RETURN_NB(device, o.Ref("device"));
+      if (!device) return Bad(o.where(), "no \"device\"");
+      p.device_id = *device;
+      ASSIGN_OR_RETURN_NB(allocated, o.NullableNumber("allocated_draw"));
+      ASSIGN_OR_RETURN_NB(maximum, o.NullableNumber("maximum_draw"));
+      p.allocated_draw = allocated;
+      p.maximum_draw = maximum;
+      out.power_ports.push_back(p);
     }
   }
   return out;
@@ -341,7 +420,7 @@ absl::StatusOr<Export> ParseExport(const std::map<std::string, std::string>& fil
   Pages pages;
   for (size_t i = 0; i < std::size(kLists); ++i) {
     auto it = files.find(kFiles[i]);
-    if (it == files.end()) continue;  // ParseLists names it
+    if (it == files.end()) continue;  // ParseLists names it, or reads an absent power list as empty
     absl::StatusOr<std::vector<std::string>> split = SplitPages(it->second);
     if (!split.ok()) return Bad(kFiles[i], std::string(split.status().message()));
     pages[kLists[i]] = *std::move(split);

@@ -1,5 +1,6 @@
 // `dclctl import netbox`, the parsing half of the mapping: NetBox's list responses for
-// /api/dcim/{sites,racks,device-types,devices,rack-reservations}/ (`{"count", "next",
+// /api/dcim/{sites,racks,device-types,devices,rack-reservations,power-panels,power-feeds,
+// power-ports}/ (`{"count", "next",
 // "previous", "results": [...]}`, one or several pages per list, NetBox's own field names), read
 // into plain structs with every field dcl needs checked. No decision about what dcl should hold
 // is made here: that is netbox_plan.h. Pure: no I/O beyond the strings it is given.
@@ -16,13 +17,20 @@
 
 namespace dcl::admin::netbox {
 
-// The five lists, in the order they are read: the path under /api/dcim/ and, with ".json",
+// The eight lists, in the order they are read: the path under /api/dcim/ and, with ".json",
 // the saved file's name in `--dir`.
-inline constexpr const char* kLists[] = {"sites", "racks", "device-types", "devices",
-                                         "rack-reservations"};
-// The saved files of `--dir`, in the same order.
-inline constexpr const char* kFiles[] = {"sites.json", "racks.json", "device-types.json",
-                                         "devices.json", "rack-reservations.json"};
+inline constexpr const char* kLists[] = {"sites",        "racks",       "device-types",
+                                         "devices",      "rack-reservations", "power-panels",
+                                         "power-feeds",  "power-ports"};
+// The saved files of `--dir`, in the same order. The three power lists may be absent from a
+// directory saved before they were read: absent reads as empty (no feed is set, every device's
+// power is unknown), never as a figure.
+inline constexpr const char* kFiles[] = {"sites.json",        "racks.json",
+                                         "device-types.json", "devices.json",
+                                         "rack-reservations.json", "power-panels.json",
+                                         "power-feeds.json",  "power-ports.json"};
+inline constexpr const char* kOptionalFiles[] = {"power-panels.json", "power-feeds.json",
+                                                 "power-ports.json"};
 
 struct Site {
   int64_t id = 0;
@@ -37,6 +45,9 @@ struct Rack {
   int starting_unit = 1;
   bool desc_units = false;
   std::string form_factor;  // "" when NetBox recorded none
+  std::optional<double> max_weight;  // in weight_unit; the load the rack takes
+  std::string weight_unit;           // "kg", "g", "lb", "oz", or "" when null
+  std::string airflow;               // "front-to-rear", "rear-to-front", or "" when null
 };
 
 struct DeviceType {
@@ -45,6 +56,9 @@ struct DeviceType {
   double u_height = 1;
   bool is_full_depth = true;
   std::string subdevice_role;  // "", "parent", "child"
+  std::string airflow;         // NetBox's DeviceAirflowChoices value, or "" when null
+  std::optional<double> weight;  // in weight_unit
+  std::string weight_unit;       // "kg", "g", "lb", "oz", or "" when null
 };
 
 struct Device {
@@ -58,6 +72,7 @@ struct Device {
   std::optional<int64_t> parent_device_id;
   std::string serial;
   std::string status;  // "active", "planned", "staged" …
+  std::string airflow;  // overrides the device type's; "" when null
 };
 
 struct RackReservation {
@@ -67,12 +82,43 @@ struct RackReservation {
   std::string description, user;
 };
 
+// A power panel: where feeds come from. dcl keeps no panel of its own; the panel's site is
+// checked against its feeds' racks, and its name tells two feeds of one name apart.
+struct PowerPanel {
+  int64_t id = 0;
+  int64_t site_id = 0;
+  std::string name;
+};
+
+struct PowerFeed {
+  int64_t id = 0;
+  int64_t power_panel_id = 0;
+  std::optional<int64_t> rack_id;
+  std::string name;
+  std::string status;  // "active", "planned", "offline", "failed"
+  std::string supply;  // "ac", "dc", or "" when null
+  std::string phase;   // "single-phase", "three-phase", or "" when null
+  double voltage = 0, amperage = 0;
+  std::optional<double> max_utilization;  // % (NetBox's default 80 when null)
+};
+
+// A device's power port (an inlet, a PSU): what it draws.
+struct PowerPort {
+  int64_t id = 0;
+  int64_t device_id = 0;
+  std::optional<double> allocated_draw;  // W; null: not recorded
+  std::optional<double> maximum_draw;    // W; dcl has no field for it
+};
+
 struct Export {
   std::vector<Site> sites;
   std::vector<Rack> racks;
   std::vector<DeviceType> device_types;
   std::vector<Device> devices;
   std::vector<RackReservation> reservations;
+  std::vector<PowerPanel> power_panels;
+  std::vector<PowerFeed> power_feeds;
+  std::vector<PowerPort> power_ports;
 };
 
 // The pages of every list: list name (kLists) → the text of each page, in the order read.

@@ -1,5 +1,6 @@
 // `dclctl import netbox`, the mapping: what NetBox's REST API returns for
-// /api/dcim/{sites,racks,device-types,devices,rack-reservations}/ (list responses,
+// /api/dcim/{sites,racks,device-types,devices,rack-reservations,power-panels,power-feeds,
+// power-ports}/ (list responses,
 // `{"count", "next", "previous", "results": [...]}`, one or several pages per list, NetBox's own
 // field names) → what dcl should hold: sites, racks with their geometry, devices, placements and
 // blockings; what is skipped because it takes no rack unit, and what is refused because it
@@ -24,6 +25,13 @@
 //    they become blockings of the units that are free; units a device of the plan already
 //    takes are reported as held, with what holds them (NetBox reservations never block
 //    devices).
+//  - capacity: a rack's active power feeds 1:1 (FeedOf; a feed of another site's panel, of an
+//    unread panel, or with figures dcl cannot read refuses the rack: imported without them its
+//    devices would face no budget); max_weight → the weight budget in kg rounded down, the
+//    rack's airflow. A device's power is the sum of its power ports' allocated_draw (unknown
+//    when a port records none, never guessed), its port count theirs, its weight its type's in
+//    kg rounded up (Kilograms), its airflow its own or its type's (AirflowOf). Corrupt figures
+//    refuse the device; figures not recorded are listed in Plan::unknown.
 //  - request ids are derived from NetBox ids (DerivedRequestId), so a re-run replays.
 #ifndef DCL_DCLCTL_NETBOX_NETBOX_MAPPING_H_
 #define DCL_DCLCTL_NETBOX_NETBOX_MAPPING_H_

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "dclctl/format/rack_elevation.h"
@@ -21,7 +22,242 @@ std::string DeviceWhat(const Device& d) {
   return absl::StrCat("device ", d.id, d.name.empty() ? "" : " (" + d.name + ")");
 }
 
+// The figures of one device as NetBox records them, into its registration; what is not
+// recorded is named in `unknown`. INVALID_ARGUMENT for a corrupt figure.
+absl::Status SetFigures(const Device& d, const DeviceType& t,
+                        const std::vector<const PowerPort*>& ports,
+                        v1::RegisterDeviceRequest& r, std::vector<std::string>& unknown) {
+  const std::string airflow = d.airflow.empty() ? t.airflow : d.airflow;
+  const std::optional<v1::Airflow> flow = AirflowOf(airflow);
+  if (!flow) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("airflow \"", airflow, "\" is not one NetBox defines"));
+  }
+  if (*flow == v1::AIRFLOW_UNSPECIFIED) unknown.push_back("airflow (none recorded)");
+  r.set_airflow(*flow);
+  if (t.weight) {
+    absl::StatusOr<int> kg = Kilograms(*t.weight, t.weight_unit, /*round_up=*/true);
+    if (!kg.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("its device type's weight: ", kg.status().message()));
+    }
+    r.set_weight_kg(*kg);
+  } else {
+    unknown.push_back("weight (its device type records none)");
+  }
+  absl::StatusOr<DevicePower> power = PowerOf(ports);
+  if (!power.ok()) return power.status();
+  if (power->ports == 0) {
+    unknown.push_back("power and power ports (no power port recorded)");
+    return absl::OkStatus();
+  }
+  r.set_power_port_count(power->ports);
+  if (power->allocated_watts) {
+    r.set_power_draw_watts(*power->allocated_watts);
+  } else {
+    unknown.push_back("power (" + power->unknown_why + ")");
+  }
+  return absl::OkStatus();
+}
+
+// Per rack (NetBox id): its active feeds as dcl's, or why its power cannot be read.
+struct RackFeeds {
+  std::map<int64_t, std::vector<v1::PowerFeed>> feeds;
+  std::map<int64_t, std::string> refused;
+};
+
+RackFeeds FeedsByRack(const Export& in, std::vector<Skipped>& skipped) {
+  RackFeeds out;
+  std::map<int64_t, const PowerPanel*> panels;
+  for (const PowerPanel& p : in.power_panels) panels[p.id] = &p;
+  std::map<int64_t, const Rack*> racks;
+  for (const Rack& r : in.racks) racks[r.id] = &r;
+  std::map<int64_t, std::vector<std::pair<const PowerFeed*, v1::PowerFeed>>> by_rack;
+  for (const PowerFeed& f : in.power_feeds) {
+    const std::string what = absl::StrCat("power feed ", f.id, " (", f.name, ")");
+    if (!f.rack_id) {
+      skipped.push_back({what, "feeds no rack: dcl keeps power feeds per rack"});
+      continue;
+    }
+    auto rack = racks.find(*f.rack_id);
+    if (rack == racks.end()) {
+      skipped.push_back({what, absl::StrCat("its rack ", *f.rack_id,
+                                            " is not among the racks read")});
+      continue;
+    }
+    auto refuse = [&](const std::string& reason) {
+      if (out.refused.count(*f.rack_id) == 0) out.refused[*f.rack_id] = what + ": " + reason;
+    };
+    auto panel = panels.find(f.power_panel_id);
+    if (panel == panels.end()) {
+      refuse(absl::StrCat("its power panel ", f.power_panel_id,
+                          " is not among the panels read: its site is unknown"));
+      continue;
+    }
+    if (panel->second->site_id != rack->second->site_id) {
+      refuse(absl::StrCat("its power panel ", panel->second->id, " (", panel->second->name,
+                          ") is at site ", panel->second->site_id, ", its rack at site ",
+                          rack->second->site_id, ": another site's feed"));
+      continue;
+    }
+    if (f.status != "active") {
+      // A planned, offline or failed feed carries nothing now; counting it would promise power
+      // the rack does not have.
+      skipped.push_back({what, absl::StrCat("status \"", f.status,
+                                            "\": only active feeds carry power")});
+      continue;
+    }
+    absl::StatusOr<v1::PowerFeed> feed = FeedOf(f);
+    if (!feed.ok()) {
+      refuse(std::string(feed.status().message()));
+      continue;
+    }
+    by_rack[*f.rack_id].push_back({&f, *feed});
+  }
+  for (auto& [rack, feeds] : by_rack) {
+    if (out.refused.count(rack) > 0) continue;
+    if (feeds.size() > 32) {
+      out.refused[rack] = absl::StrCat(feeds.size(), " active power feeds: dcl holds 32 a rack");
+      continue;
+    }
+    // NetBox names a feed uniquely within its panel; a rack fed from two panels may see one
+    // name twice, and those are told apart by their panel's name.
+    std::map<std::string, int> names;
+    for (const auto& [f, feed] : feeds) ++names[f->name];
+    std::set<std::string> seen;
+    for (auto& [f, feed] : feeds) {
+      if (names[f->name] > 1) {
+        feed.set_name(absl::StrCat(panels[f->power_panel_id]->name, "/", f->name));
+      }
+      if (feed.name().empty() || feed.name().size() > 200 || !seen.insert(feed.name()).second) {
+        out.refused[rack] = absl::StrCat("power feed ", f->id, ": its name \"", feed.name(),
+                                         "\" does not tell it apart from the rack's other feeds");
+        break;
+      }
+      out.feeds[rack].push_back(feed);
+    }
+    if (out.refused.count(rack) > 0) out.feeds.erase(rack);
+  }
+  return out;
+}
+
 }  // namespace
+
+absl::StatusOr<int> Kilograms(double weight, const std::string& unit, bool round_up) {
+  double per_unit = 0;  // kg
+  if (unit == "kg") per_unit = 1;
+  if (unit == "g") per_unit = 0.001;
+  if (unit == "lb") per_unit = 0.45359237;
+  if (unit == "oz") per_unit = 0.028349523125;
+  if (per_unit == 0) {
+    return absl::InvalidArgumentError(
+        unit.empty() ? std::string("a weight without a weight_unit")
+                     : absl::StrCat("weight_unit \"", unit,
+                                    "\" is not one NetBox defines (kg, g, lb, oz)"));
+  }
+  if (!std::isfinite(weight) || weight < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("weight ", weight, " is not a weight"));
+  }
+  const double kg = weight * per_unit;
+  if (kg > 1000000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight ", weight, " ", unit, " is above 1,000,000 kg"));
+  }
+  // Decimal weights are exact in NetBox; 1e-9 absorbs the binary fraction of a product such
+  // as 2.2046226 lb, so that a weight of whole kilograms is not rounded past itself.
+  return static_cast<int>(round_up ? std::ceil(kg - 1e-9) : std::floor(kg + 1e-9));
+}
+
+std::optional<v1::Airflow> AirflowOf(const std::string& value) {
+  // Every value of NetBox's DeviceAirflowChoices (RackAirflowChoices: the first two).
+  static const std::map<std::string, v1::Airflow> kAirflows = {
+      {"", v1::AIRFLOW_UNSPECIFIED},
+      {"front-to-rear", v1::AIRFLOW_FRONT_TO_REAR},
+      {"rear-to-front", v1::AIRFLOW_REAR_TO_FRONT},
+      {"left-to-right", v1::AIRFLOW_LEFT_TO_RIGHT},
+      {"right-to-left", v1::AIRFLOW_RIGHT_TO_LEFT},
+      {"side-to-rear", v1::AIRFLOW_SIDE_TO_REAR},
+      {"rear-to-side", v1::AIRFLOW_REAR_TO_SIDE},
+      {"bottom-to-top", v1::AIRFLOW_BOTTOM_TO_TOP},
+      {"top-to-bottom", v1::AIRFLOW_TOP_TO_BOTTOM},
+      {"passive", v1::AIRFLOW_PASSIVE},
+      {"mixed", v1::AIRFLOW_MIXED},
+  };
+  auto it = kAirflows.find(value);
+  if (it == kAirflows.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::StatusOr<v1::PowerFeed> FeedOf(const PowerFeed& f) {
+  v1::PowerFeed out;
+  out.set_name(f.name);
+  if (f.supply != "" && f.supply != "ac" && f.supply != "dc") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("supply \"", f.supply, "\" is not one NetBox defines (ac, dc)"));
+  }
+  // NetBox records a DC feed's voltage with its sign (-48 V); the power is its magnitude's.
+  const double volts = f.supply == "dc" ? std::fabs(f.voltage) : f.voltage;
+  if (!Whole(volts) || volts < 1 || volts > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("voltage ", f.voltage, ": dcl holds 1 to 1000 whole volts"));
+  }
+  if (!Whole(f.amperage) || f.amperage < 1 || f.amperage > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("amperage ", f.amperage, ": dcl holds 1 to 1000 whole amperes"));
+  }
+  if (f.phase == "single-phase") {
+    out.set_phase(v1::POWER_PHASE_SINGLE);
+  } else if (f.phase == "three-phase" && f.supply != "dc") {
+    out.set_phase(v1::POWER_PHASE_THREE);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "phase \"", f.phase, "\"", f.supply == "dc" ? " of a DC feed" : "",
+        " is not single-phase or three-phase: its rating is unknown"));
+  }
+  const double utilization = f.max_utilization.value_or(80);
+  if (!Whole(utilization) || utilization < 1 || utilization > 100) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_utilization ", utilization, ": 1 to 100 whole percent"));
+  }
+  out.set_voltage(static_cast<int>(volts));
+  out.set_amperage(static_cast<int>(f.amperage));
+  out.set_max_utilization(static_cast<int>(utilization));
+  return out;
+}
+
+absl::StatusOr<DevicePower> PowerOf(const std::vector<const PowerPort*>& ports) {
+  DevicePower out;
+  if (ports.size() > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ports.size(), " power ports: dcl holds 0 to 16 a device"));
+  }
+  out.ports = static_cast<int>(ports.size());
+  int64_t sum = 0;
+  for (const PowerPort* p : ports) {
+    for (const auto& [field, draw] : {std::pair{"allocated_draw", p->allocated_draw},
+                                      std::pair{"maximum_draw", p->maximum_draw}}) {
+      if (draw && (!Whole(*draw) || *draw < 0 || *draw > 1000000)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "power port ", p->id, ": ", field, " ", *draw, " is not 0 to 1,000,000 whole watts"));
+      }
+    }
+    if (!p->allocated_draw) {
+      if (out.unknown_why.empty()) {
+        out.unknown_why = absl::StrCat("power port ", p->id, " records no allocated_draw");
+      }
+      continue;
+    }
+    sum += static_cast<int64_t>(*p->allocated_draw);
+  }
+  if (out.unknown_why.empty()) {
+    if (sum > 1000000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("its power ports' allocated_draw add up to ", sum, " W, above 1,000,000"));
+    }
+    out.allocated_watts = static_cast<int>(sum);
+  }
+  return out;
+}
 
 absl::StatusOr<std::map<std::string, std::string>> ParseSiteMap(const std::string& text) {
   std::map<std::string, std::string> out;
@@ -88,6 +324,7 @@ absl::StatusOr<Plan> MakePlan(const Export& in,
   // Racks that take units and cannot be imported: their devices and reservations are refused
   // with them (what each would have held is named in the report).
   std::map<int64_t, std::string> refused_racks;  // netbox id → why
+  const RackFeeds feeds = FeedsByRack(in, plan.skipped);
   std::map<int64_t, const Rack*> racks;
   std::map<int64_t, bool> has_rear;
   for (const Rack& r : in.racks) {
@@ -110,9 +347,40 @@ absl::StatusOr<Plan> MakePlan(const Export& in,
                           "\" is not one NetBox defines: its faces are unknown"));
       continue;
     }
+    // A rack whose power, weight or airflow NetBox records and dcl cannot read is refused
+    // whole: imported without them, its devices would be booked against no budget at all.
+    if (auto why = feeds.refused.find(r.id); why != feeds.refused.end()) {
+      refuse(why->second);
+      continue;
+    }
+    std::optional<int> weight_budget;
+    if (r.max_weight) {
+      absl::StatusOr<int> kg = Kilograms(*r.max_weight, r.weight_unit, /*round_up=*/false);
+      if (!kg.ok()) {
+        refuse(absl::StrCat("max_weight: ", kg.status().message()));
+        continue;
+      }
+      if (*kg < 1) {
+        refuse(absl::StrCat("max_weight ", *r.max_weight, " ", r.weight_unit,
+                            " is below 1 kg: not a rack's load"));
+        continue;
+      }
+      weight_budget = *kg;
+    }
+    const std::optional<v1::Airflow> rack_airflow = AirflowOf(r.airflow);
+    if (!rack_airflow || (*rack_airflow != v1::AIRFLOW_UNSPECIFIED &&
+                          *rack_airflow != v1::AIRFLOW_FRONT_TO_REAR &&
+                          *rack_airflow != v1::AIRFLOW_REAR_TO_FRONT)) {
+      refuse(absl::StrCat("airflow \"", r.airflow,
+                          "\" is not a rack's (front-to-rear, rear-to-front)"));
+      continue;
+    }
     racks[r.id] = &r;
     has_rear[r.id] = *rear;
     RackPlan p;
+    if (auto f = feeds.feeds.find(r.id); f != feeds.feeds.end()) p.feeds = f->second;
+    p.weight_budget_kg = weight_budget;
+    p.airflow = *rack_airflow;
     p.netbox_id = r.id;
     p.site_netbox_id = r.site_id;
     p.request.set_name(r.name);
@@ -126,6 +394,8 @@ absl::StatusOr<Plan> MakePlan(const Export& in,
   }
   std::map<int64_t, const DeviceType*> types;
   for (const DeviceType& t : in.device_types) types[t.id] = &t;
+  std::map<int64_t, std::vector<const PowerPort*>> ports;  // device netbox id → its ports
+  for (const PowerPort& p : in.power_ports) ports[p.device_id].push_back(&p);
 
   std::vector<Device> devices = in.devices;
   std::sort(devices.begin(), devices.end(),
@@ -209,6 +479,11 @@ absl::StatusOr<Plan> MakePlan(const Export& in,
     r.set_depth_class(half ? v1::DEPTH_HALF : v1::DEPTH_FULL);
     r.set_initial_state(d.status == "active" ? v1::PROCESS_NORMAL : v1::PROCESS_STAGING);
     r.set_request_id(DerivedRequestId(absl::StrCat("netbox device ", d.id)));
+    std::vector<std::string> unknown;
+    if (absl::Status figures = SetFigures(d, *t, ports[d.id], r, unknown); !figures.ok()) {
+      refuse(std::string(figures.message()));
+      continue;
+    }
     p.rack_netbox_id = rack.id;
     // A rack with one mounting plane has only a front in dcl; NetBox may still say rear.
     p.side = d.face == "rear" && rear ? v1::SIDE_REAR : v1::SIDE_FRONT;
@@ -219,6 +494,10 @@ absl::StatusOr<Plan> MakePlan(const Export& in,
       refuse(absl::StrCat("position ", p.lowest_number, " with ", r.height_units(),
                           " units is outside its rack's units ", first, "-", last));
       continue;
+    }
+    if (!unknown.empty()) {
+      plan.unknown.push_back({DeviceWhat(d), absl::StrCat(absl::StrJoin(unknown, ", "),
+                                                          ": left unknown in dcl")});
     }
     plan.devices.push_back(p);
   }

@@ -38,6 +38,12 @@ struct RackPlan {
   int64_t netbox_id = 0;
   int64_t site_netbox_id = 0;
   v1::CreateRackRequest request;
+  // Capacity NetBox records for the rack: its active power feeds (empty: none recorded, dcl's
+  // are left as they are), max_weight in kg (rounded down: a budget is never read larger than
+  // NetBox's), its airflow (unspecified: none recorded).
+  std::vector<v1::PowerFeed> feeds;
+  std::optional<int> weight_budget_kg;
+  v1::Airflow airflow = v1::AIRFLOW_UNSPECIFIED;
 };
 struct DevicePlan {
   int64_t netbox_id = 0;
@@ -66,6 +72,9 @@ struct Skipped {
 
 struct Plan {
   std::vector<SitePlan> sites;
+  // Figures NetBox does not record for a device it racks (power, power ports, weight, airflow):
+  // left unknown in dcl, never guessed; a rack with a budget refuses such a device (…_UNKNOWN).
+  std::vector<Skipped> unknown;
   std::vector<RackPlan> racks;
   std::vector<DevicePlan> devices;
   std::vector<BlockPlan> blocks;
@@ -73,6 +82,32 @@ struct Plan {
   std::vector<Skipped> refused;  // should take units and cannot: the import exits 4
   std::vector<Skipped> held;     // reserved units a device already takes, and by whom
 };
+
+// A NetBox weight in `unit` (WeightUnitChoices: kg, g, lb, oz) in whole kilograms, rounded up
+// (a device's weight: never read lighter than NetBox's) or down (a rack's max_weight: never read
+// larger). INVALID_ARGUMENT for another unit, a negative or not finite weight, or one above
+// 1,000,000 kg.
+absl::StatusOr<int> Kilograms(double weight, const std::string& unit, bool round_up);
+
+// NetBox's DeviceAirflowChoices value → dcl's; nullopt for a value NetBox does not define.
+// "" → AIRFLOW_UNSPECIFIED (none recorded).
+std::optional<v1::Airflow> AirflowOf(const std::string& value);
+
+// A NetBox power feed → dcl's, or INVALID_ARGUMENT naming what is wrong: voltage (DC may be
+// negative: its magnitude counts) and amperage whole, 1 to 1000; phase single-phase or
+// three-phase (three-phase AC only); max_utilization whole, 1 to 100 (null: NetBox's 80).
+absl::StatusOr<v1::PowerFeed> FeedOf(const PowerFeed& feed);
+
+// What NetBox's power ports of a device say: the number of ports, and the sum of their
+// allocated_draw when every port records one (nullopt otherwise, `unknown_why` naming the
+// port). INVALID_ARGUMENT for a draw that is negative, fractional or above 1,000,000 W, or more
+// than 16 ports.
+struct DevicePower {
+  int ports = 0;
+  std::optional<int> allocated_watts;
+  std::string unknown_why;
+};
+absl::StatusOr<DevicePower> PowerOf(const std::vector<const PowerPort*>& ports);
 
 absl::StatusOr<Plan> MakePlan(const Export& in, const std::map<std::string, std::string>& site_map);
 

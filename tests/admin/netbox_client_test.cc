@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "dclctl/netbox/netbox_client.h"
 
 namespace dcl::admin::netbox {
@@ -25,6 +26,12 @@ TEST_CASE("first page URL: page size, site filters, a path prefix") {
         "https://netbox.example.net/api/dcim/sites/?limit=1000&slug=fra1&slug=ams%202");
   CHECK(*FirstPageUrl(o, "device-types") ==
         "https://netbox.example.net/api/dcim/device-types/?limit=1000");
+  // The power lists are narrowed by NetBox's `site` filter too (a feed by its panel's site, a
+  // power port by its device's).
+  for (const char* list : {"power-panels", "power-feeds", "power-ports"}) {
+    CHECK(*FirstPageUrl(o, list) == absl::StrCat("https://netbox.example.net/api/dcim/", list,
+                                                  "/?limit=1000&site=fra1&site=ams%202"));
+  }
   o.base_url = "https://example.net/netbox";
   o.site_slugs.clear();
   CHECK(*FirstPageUrl(o, "racks") == "https://example.net/netbox/api/dcim/racks/?limit=1000");

@@ -466,5 +466,293 @@ TEST_CASE("a corrupt export: extreme ids, units and references are refused, neve
   CHECK(absl::StartsWith(RefusalReason(*far, "device 1"), "position 1e+300"));
 }
 
+// --- Capacity (issue 40): power feeds, power ports, weights, airflow --------------------------
+
+TEST_CASE("fixtures: rack FRA1-F01's two active feeds come over 1:1, max_weight as its budget; "
+          "a device's power is the sum of its ports' allocated_draw, its weight its type's in kg") {
+  const Plan plan = FixturePlan();
+  const RackPlan* f01 = nullptr;
+  for (const RackPlan& r : plan.racks) {
+    if (r.netbox_id == 13) f01 = &r;
+  }
+  REQUIRE(f01 != nullptr);
+  REQUIRE(f01->feeds.size() == 2);
+  CHECK(f01->feeds[0].name() == "A");
+  CHECK(f01->feeds[0].voltage() == 230);
+  CHECK(f01->feeds[0].amperage() == 16);
+  CHECK(f01->feeds[0].phase() == v1::POWER_PHASE_SINGLE);
+  CHECK(f01->feeds[0].max_utilization() == 80);
+  CHECK(f01->feeds[1].name() == "B");
+  CHECK(f01->weight_budget_kg == 500);
+  CHECK(f01->airflow == v1::AIRFLOW_UNSPECIFIED);
+  // Racks NetBox records no feed for keep none here (dcl's are left as they are).
+  for (const RackPlan& r : plan.racks) {
+    if (r.netbox_id != 13) CHECK(r.feeds.empty());
+  }
+  const DevicePlan* web = Find(plan, 114);  // two PSUs of 250 W allocated, 495 W maximum
+  REQUIRE(web != nullptr);
+  CHECK(web->request.power_draw_watts() == 500);
+  CHECK(web->request.power_port_count() == 2);
+  CHECK(web->request.weight_kg() == 18);  // 17.8 kg, rounded up
+  CHECK(web->request.airflow() == v1::AIRFLOW_FRONT_TO_REAR);
+  CHECK(Find(plan, 103)->request.weight_kg() == 29);  // 62 lb = 28.12 kg, rounded up
+  CHECK(Find(plan, 113)->request.weight_kg() == 8);   // 7,400 g
+  CHECK(Find(plan, 113)->request.power_port_count() == 1);
+  CHECK(Find(plan, 113)->request.airflow() == v1::AIRFLOW_REAR_TO_FRONT);
+  // A port without allocated_draw: the port count is known, the power is not, and the report
+  // says which port.
+  const DevicePlan* staged = Find(plan, 111);
+  CHECK(staged->request.power_port_count() == 2);
+  CHECK_FALSE(staged->request.has_power_draw_watts());
+  std::string unknown;
+  for (const Skipped& s : plan.unknown) {
+    if (absl::StartsWith(s.what, "device 111")) unknown = s.reason;
+  }
+  CHECK(unknown == "power (power port 512 records no allocated_draw): left unknown in dcl");
+  // No power port at all: power and ports unknown, never 0.
+  const DevicePlan* bare = Find(plan, 115);
+  CHECK_FALSE(bare->request.has_power_draw_watts());
+  CHECK_FALSE(bare->request.has_power_port_count());
+}
+
+TEST_CASE("weights: g, kg, lb, oz to whole kg, a device's rounded up, a budget's down; any other "
+          "unit, a negative or a huge weight refused") {
+  CHECK(*Kilograms(17.8, "kg", true) == 18);
+  CHECK(*Kilograms(17.8, "kg", false) == 17);
+  CHECK(*Kilograms(18, "kg", true) == 18);
+  CHECK(*Kilograms(1, "g", true) == 1);  // a gram is still weight: never 0
+  CHECK(*Kilograms(1000, "g", true) == 1);
+  CHECK(*Kilograms(2.20462262, "lb", true) == 1);  // one kilogram in pounds is one kilogram
+  CHECK(*Kilograms(62, "lb", true) == 29);
+  CHECK(*Kilograms(3000, "lb", false) == 1360);
+  CHECK(*Kilograms(16, "oz", true) == 1);
+  CHECK(*Kilograms(0, "kg", true) == 0);
+  CHECK(absl::StrContains(Kilograms(5, "st", true).status().message(),
+                          "weight_unit \"st\" is not one NetBox defines"));
+  CHECK(absl::StrContains(Kilograms(5, "", true).status().message(), "without a weight_unit"));
+  CHECK_FALSE(Kilograms(-1, "kg", true).ok());
+  CHECK(absl::StrContains(Kilograms(1e12, "kg", true).status().message(), "above 1,000,000 kg"));
+  CHECK_FALSE(Kilograms(std::nan(""), "kg", true).ok());
+}
+
+TEST_CASE("airflow: every DeviceAirflowChoices value maps, anything else is refused") {
+  for (const char* v : {"front-to-rear", "rear-to-front", "left-to-right", "right-to-left",
+                        "side-to-rear", "rear-to-side", "bottom-to-top", "top-to-bottom",
+                        "passive", "mixed"}) {
+    INFO(v);
+    REQUIRE(AirflowOf(v).has_value());
+    CHECK(*AirflowOf(v) != v1::AIRFLOW_UNSPECIFIED);
+  }
+  CHECK(*AirflowOf("") == v1::AIRFLOW_UNSPECIFIED);
+  CHECK_FALSE(AirflowOf("front-to-back").has_value());
+}
+
+TEST_CASE("feeds: NetBox's figures 1:1; DC's magnitude; an unknown phase, a three-phase DC feed, "
+          "out-of-range or fractional figures refused with the reason") {
+  PowerFeed f;
+  f.name = "A";
+  f.status = "active";
+  f.supply = "ac";
+  f.phase = "three-phase";
+  f.voltage = 400;
+  f.amperage = 32;
+  absl::StatusOr<v1::PowerFeed> feed = FeedOf(f);
+  REQUIRE(feed.ok());
+  CHECK(feed->phase() == v1::POWER_PHASE_THREE);
+  CHECK(feed->max_utilization() == 80);  // null: NetBox's default
+  f.supply = "dc";
+  f.phase = "single-phase";
+  f.voltage = -48;
+  f.amperage = 100;
+  f.max_utilization = 90;
+  feed = FeedOf(f);
+  REQUIRE(feed.ok());
+  CHECK(feed->voltage() == 48);
+  CHECK(feed->max_utilization() == 90);
+  f.phase = "three-phase";
+  CHECK(absl::StrContains(FeedOf(f).status().message(), "of a DC feed"));
+  f.supply = "ac";
+  f.voltage = 230;
+  f.phase = "split-phase";
+  CHECK(absl::StrContains(FeedOf(f).status().message(),
+                          "phase \"split-phase\" is not single-phase or three-phase"));
+  f.phase = "";
+  CHECK_FALSE(FeedOf(f).ok());
+  f.phase = "single-phase";
+  f.voltage = -230;  // a negative AC voltage is not one
+  CHECK(absl::StrContains(FeedOf(f).status().message(), "voltage -230"));
+  f.voltage = 230;
+  f.amperage = 65536;
+  CHECK(absl::StrContains(FeedOf(f).status().message(), "amperage 65536"));
+  f.amperage = 16.5;
+  CHECK_FALSE(FeedOf(f).ok());
+  f.amperage = 16;
+  f.max_utilization = 150;
+  CHECK(absl::StrContains(FeedOf(f).status().message(), "max_utilization 150"));
+  f.max_utilization = 80;
+  f.supply = "battery";
+  CHECK(absl::StrContains(FeedOf(f).status().message(), "supply \"battery\""));
+}
+
+TEST_CASE("power ports: the sum of allocated_draw; maximum_draw not counted; a negative, "
+          "fractional or huge draw, or 17 ports, refused") {
+  PowerPort a{1, 9, 200.0, 495.0}, b{2, 9, 250.0, std::nullopt}, none{3, 9, std::nullopt, 495.0};
+  absl::StatusOr<DevicePower> p = PowerOf({&a, &b});
+  REQUIRE(p.ok());
+  CHECK(p->ports == 2);
+  CHECK(*p->allocated_watts == 450);
+  p = PowerOf({&a, &none});
+  REQUIRE(p.ok());
+  CHECK(p->ports == 2);
+  CHECK_FALSE(p->allocated_watts.has_value());
+  CHECK(p->unknown_why == "power port 3 records no allocated_draw");
+  PowerPort negative{4, 9, -200.0, std::nullopt};
+  CHECK(absl::StrContains(PowerOf({&negative}).status().message(),
+                          "power port 4: allocated_draw -200 is not 0 to 1,000,000 whole watts"));
+  PowerPort huge{5, 9, 9.3e18, std::nullopt};
+  CHECK_FALSE(PowerOf({&huge}).ok());
+  PowerPort bad_max{6, 9, 100.0, -1.0};
+  CHECK(absl::StrContains(PowerOf({&bad_max}).status().message(), "maximum_draw -1"));
+  PowerPort big{7, 9, 600000.0, std::nullopt}, big2{8, 9, 600000.0, std::nullopt};
+  CHECK(absl::StrContains(PowerOf({&big, &big2}).status().message(), "add up to 1200000 W"));
+  std::vector<const PowerPort*> many(17, &a);
+  CHECK(absl::StrContains(PowerOf(many).status().message(), "17 power ports"));
+}
+
+// The fixtures with the power lists replaced (rack 7 of OneRack, fed from panel 301 at site 1).
+std::map<std::string, std::string> WithPower(std::map<std::string, std::string> files,
+                                             const std::string& panels, const std::string& feeds,
+                                             const std::string& ports) {
+  files["power-panels.json"] = R"({"count": null, "next": null, "results": [)" + panels + "]}";
+  files["power-feeds.json"] = R"({"count": null, "next": null, "results": [)" + feeds + "]}";
+  files["power-ports.json"] = R"({"count": null, "next": null, "results": [)" + ports + "]}";
+  return files;
+}
+
+std::string FeedJson(int id, int panel, const std::string& rack, const std::string& name,
+                     const std::string& extra = "") {
+  return absl::StrCat(R"({"id": )", id, R"(, "power_panel": {"id": )", panel, R"(}, "rack": )",
+                      rack, R"(, "name": ")", name,
+                      R"(", "status": "active", "supply": "ac", "phase": "single-phase",
+                          "voltage": 230, "amperage": 16, "max_utilization": 80)",
+                      extra, "}");
+}
+
+const char* kPanels = R"({"id": 301, "site": {"id": 1}, "name": "PP-1"},
+                         {"id": 302, "site": {"id": 1}, "name": "PP-2"},
+                         {"id": 309, "site": {"id": 9}, "name": "elsewhere"})";
+
+TEST_CASE("feeds: a rack's feed of another site, of an unread panel, or with an unknown phase "
+          "refuses the rack and its devices, nothing of it planned; inactive and rackless feeds "
+          "are skipped; one name from two panels is told apart by the panel") {
+  const std::string rack = R"("u_height": 42, "form_factor": "4-post-cabinet")";
+  const std::string device = DeviceJson(1, 21, "3", R"("front")");
+  auto plan_with = [&](const std::string& feeds) {
+    absl::StatusOr<Plan> plan = PlanOf(WithPower(OneRack(rack, device), kPanels, feeds, ""));
+    INFO(plan.status().ToString());
+    REQUIRE(plan.ok());
+    return *plan;
+  };
+  Plan plan = plan_with(FeedJson(1, 301, R"({"id": 7})", "A") + "," +
+                        FeedJson(2, 309, R"({"id": 7})", "B"));
+  CHECK(plan.racks.empty());
+  CHECK(plan.devices.empty());
+  CHECK(RefusalReason(plan, "rack 7 (R7)") ==
+        "power feed 2 (B): its power panel 309 (elsewhere) is at site 9, its rack at site 1: "
+        "another site's feed");
+  CHECK(absl::StrContains(RefusalReason(plan, "device 1 (d1)"), "its rack 7 is refused"));
+
+  plan = plan_with(FeedJson(1, 404, R"({"id": 7})", "A"));
+  CHECK(absl::StrContains(RefusalReason(plan, "rack 7"),
+                          "its power panel 404 is not among the panels read"));
+
+  plan = plan_with(absl::StrCat(R"({"id": 1, "power_panel": {"id": 301}, "rack": {"id": 7},
+      "name": "A", "status": "active", "supply": "ac", "phase": "two-phase", "voltage": 230,
+      "amperage": 16, "max_utilization": 80})"));
+  CHECK(absl::StrContains(RefusalReason(plan, "rack 7"), "phase \"two-phase\""));
+
+  plan = plan_with(FeedJson(1, 301, R"({"id": 7})", "A") + "," +
+                   FeedJson(2, 302, R"({"id": 7})", "A") + "," +
+                   FeedJson(3, 301, "null", "C") + "," +
+                   FeedJson(4, 301, R"({"id": 77})", "D") + "," +
+                   R"({"id": 5, "power_panel": {"id": 301}, "rack": {"id": 7}, "name": "P",
+                       "status": "planned", "supply": "ac", "phase": "single-phase",
+                       "voltage": 230, "amperage": 16, "max_utilization": 80})");
+  REQUIRE(plan.racks.size() == 1);
+  REQUIRE(plan.racks[0].feeds.size() == 2);
+  CHECK(plan.racks[0].feeds[0].name() == "PP-1/A");
+  CHECK(plan.racks[0].feeds[1].name() == "PP-2/A");
+  CHECK(SkipReason(plan, "power feed 3 (C)") == "feeds no rack: dcl keeps power feeds per rack");
+  CHECK(SkipReason(plan, "power feed 4 (D)") == "its rack 77 is not among the racks read");
+  CHECK(SkipReason(plan, "power feed 5 (P)") ==
+        "status \"planned\": only active feeds carry power");
+}
+
+TEST_CASE("corrupt figures: a negative draw, a huge weight, an unknown unit or airflow refuse the "
+          "device (or the rack) with the reason; a string where a number belongs ends the parse") {
+  const std::string rack = R"("u_height": 42, "form_factor": "4-post-cabinet")";
+  const std::string device = DeviceJson(1, 21, "3", R"("front")");
+  absl::StatusOr<Plan> plan =
+      PlanOf(WithPower(OneRack(rack, device), kPanels, "",
+                       R"({"id": 9, "device": {"id": 1}, "allocated_draw": -450})"));
+  REQUIRE(plan.ok());
+  CHECK(plan->devices.empty());
+  CHECK(RefusalReason(*plan, "device 1 (d1)") ==
+        "power port 9: allocated_draw -450 is not 0 to 1,000,000 whole watts");
+
+  std::map<std::string, std::string> files = OneRack(rack, device);
+  std::string types = files["device-types.json"];
+  const size_t at = types.find(R"("weight": 17.8)");  // device type 21
+  REQUIRE(at != std::string::npos);
+  files["device-types.json"] = types.replace(at, 14, R"("weight": 1e15)");
+  plan = PlanOf(files);
+  REQUIRE(plan.ok());
+  CHECK(absl::StrContains(RefusalReason(*plan, "device 1"), "above 1,000,000 kg"));
+
+  files = OneRack(rack, device);
+  types = files["device-types.json"];
+  files["device-types.json"] =
+      types.replace(types.find("\"airflow\": {"), 11, "\"airflow\": \"sideways\", \"x\": ");
+  plan = PlanOf(files);
+  REQUIRE(plan.ok());
+  CHECK(absl::StrContains(RefusalReason(*plan, "device 1"), "airflow \"sideways\""));
+
+  plan = PlanOf(OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet", "max_weight": 900,
+                            "weight_unit": "stone")", device));
+  REQUIRE(plan.ok());
+  CHECK(RefusalReason(*plan, "rack 7") ==
+        "max_weight: weight_unit \"stone\" is not one NetBox defines (kg, g, lb, oz)");
+  plan = PlanOf(OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet", "airflow": "passive")",
+                        device));
+  REQUIRE(plan.ok());
+  CHECK(absl::StrContains(RefusalReason(*plan, "rack 7"), "is not a rack's"));
+  plan = PlanOf(OneRack(R"("u_height": 42, "form_factor": "4-post-cabinet", "max_weight": 1000,
+                            "weight_unit": "lb", "airflow": "rear-to-front")", device));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->racks.size() == 1);
+  CHECK(plan->racks[0].weight_budget_kg == 453);  // 453.59 kg, rounded down
+  CHECK(plan->racks[0].airflow == v1::AIRFLOW_REAR_TO_FRONT);
+
+  files = WithPower(OneRack(rack, device), kPanels, "",
+                    R"({"id": 9, "device": {"id": 1}, "allocated_draw": "lots"})");
+  CHECK(absl::StrContains(ParseExport(files).status().message(),
+                          "power-ports.json results[0]: \"allocated_draw\" is not a number"));
+}
+
+TEST_CASE("a directory saved before the power lists were read: absent reads as empty, every "
+          "device's power unknown, no feed") {
+  std::map<std::string, std::string> files = Fixtures();
+  files.erase("power-panels.json");
+  files.erase("power-feeds.json");
+  files.erase("power-ports.json");
+  absl::StatusOr<Export> in = ParseExport(files);
+  REQUIRE(in.ok());
+  absl::StatusOr<Plan> plan = MakePlan(*in, {});
+  REQUIRE(plan.ok());
+  for (const RackPlan& r : plan->racks) CHECK(r.feeds.empty());
+  for (const DevicePlan& d : plan->devices) CHECK_FALSE(d.request.has_power_draw_watts());
+  CHECK(plan->devices.size() == 11);
+}
+
 }  // namespace
 }  // namespace dcl::admin::netbox

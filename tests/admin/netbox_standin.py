@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """A stand-in for NetBox's REST API, for dclctl's import tests and the import benchmark.
 
-Serves GET /api/dcim/{sites,racks,device-types,devices,rack-reservations}/ as NetBox 4.x does:
+Serves GET /api/dcim/{sites,racks,device-types,devices,rack-reservations,power-panels,power-feeds,
+power-ports}/ as NetBox 4.x does:
 offset paging (`limit`, default PAGINATE_COUNT 50; `offset`), capped at MAX_PAGE_SIZE 1000 also
 for `limit=0`, `count`, absolute `next`/`previous` URLs; the filters the importer sends
-(`site=<slug>` on racks, devices and rack reservations, `slug=<slug>` on sites); a token check
+(`site=<slug>` on racks, devices, rack reservations and the power lists, `slug=<slug>` on
+sites); a token check
 (`Authorization: Token <t>` for v1 tokens, `Bearer nbt_<key>.<t>` for v2 tokens — an invalid
 token answers 403 as NetBox does).
 
@@ -27,7 +29,10 @@ import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LISTS = ["sites", "racks", "device-types", "devices", "rack-reservations"]
+LISTS = ["sites", "racks", "device-types", "devices", "rack-reservations", "power-panels",
+         "power-feeds", "power-ports"]
+# A directory saved before the power lists were read has none: they are served empty.
+OPTIONAL = {"power-panels", "power-feeds", "power-ports"}
 PAGINATE_COUNT = 50
 MAX_PAGE_SIZE = 1000
 
@@ -35,6 +40,9 @@ MAX_PAGE_SIZE = 1000
 def load_dir(path):
     lists = {}
     for name in LISTS:
+        if name in OPTIONAL and not os.path.exists(os.path.join(path, name + ".json")):
+            lists[name] = []
+            continue
         with open(os.path.join(path, name + ".json"), encoding="utf-8") as f:
             lists[name] = json.load(f)["results"]
     return lists
@@ -43,7 +51,8 @@ def load_dir(path):
 def generate(racks, devices, site_slug="gen1"):
     site = {"id": 1, "name": "Generated 1", "slug": site_slug}
     nested_site = dict(site, display=site["name"])
-    out = {"sites": [site], "racks": [], "device-types": [], "devices": [], "rack-reservations": []}
+    out = {name: [] for name in LISTS}
+    out["sites"] = [site]
     out["device-types"] = [
         {"id": 1, "manufacturer": {"id": 1, "name": "Dell"}, "model": "R650", "u_height": 1.0,
          "is_full_depth": True, "subdevice_role": None},
@@ -91,13 +100,16 @@ def generate(racks, devices, site_slug="gen1"):
     return out
 
 
-def site_slug_of(obj, rack_sites):
+def site_slug_of(obj, rack_sites, device_sites=None):
     site = obj.get("site")
     if isinstance(site, dict) and "slug" in site:
         return site["slug"]
     rack = obj.get("rack")
     rack_id = rack.get("id") if isinstance(rack, dict) else rack
-    return rack_sites.get(rack_id)
+    if rack_id is not None or device_sites is None:
+        return rack_sites.get(rack_id)
+    device = obj.get("device")  # a power port: its device's site
+    return device_sites.get(device.get("id") if isinstance(device, dict) else device)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -140,7 +152,8 @@ class Handler(BaseHTTPRequestHandler):
         if name == "sites" and "slug" in query:
             rows = [r for r in rows if r.get("slug") in query["slug"]]
         elif name != "sites" and name != "device-types" and "site" in query:
-            rows = [r for r in rows if site_slug_of(r, srv.rack_sites) in query["site"]]
+            rows = [r for r in rows
+                    if site_slug_of(r, srv.rack_sites, srv.device_sites) in query["site"]]
         try:
             limit = int(query.get("limit", [PAGINATE_COUNT])[0])
             offset = int(query.get("offset", ["0"])[0])
@@ -205,6 +218,7 @@ def main():
     srv.lock = threading.Lock()
     srv.requests = []
     srv.rack_sites = {r["id"]: site_slug_of(r, {}) for r in lists["racks"]}
+    srv.device_sites = {d["id"]: site_slug_of(d, srv.rack_sites) for d in lists["devices"]}
     srv.failures = {}
     for f in args.fail:
         name, status, times = f.split(":")

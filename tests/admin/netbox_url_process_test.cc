@@ -10,12 +10,16 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -267,10 +271,12 @@ TEST_CASE("--url: pages beyond --netbox_max_bytes in all end the import naming t
 
 // The fixtures with one more rack and list entries: a directory of saved files.
 std::string FixturesWith(const std::string& rack_json, const std::string& device_json,
-                         const std::string& reservation_json) {
+                         const std::string& reservation_json,
+                         const std::string& power_port_json = "") {
   const std::string dir = TempDir();
   const std::string from = Cwd() + "/tests/admin/netbox_fixtures/";
-  for (const char* name : {"sites.json", "device-types.json"}) {
+  for (const char* name : {"sites.json", "device-types.json", "power-panels.json",
+                           "power-feeds.json"}) {
     WriteFile(dir + "/" + name, ReadFile(from + name));
   }
   auto with = [&](const char* name, const std::string& extra) {
@@ -287,6 +293,7 @@ std::string FixturesWith(const std::string& rack_json, const std::string& device
   with("racks.json", rack_json);
   with("devices.json", device_json);
   with("rack-reservations.json", reservation_json);
+  with("power-ports.json", power_port_json);
   return dir;
 }
 
@@ -367,6 +374,166 @@ TEST_CASE("re-sync is reconciliation: drift reported (exit 8), never moved or re
   Result third = Run(w, {"import", "netbox", "--dir", dir});
   CHECK(third.exit == 8);
   CHECK(Count(w, "bookings") == after);
+}
+
+TEST_CASE("capacity: NetBox's feeds, weights and draws come over; a device NetBox racks over "
+          "its rack's feeds, and one whose draw NetBox does not record, are reported and left for "
+          "a person, never booked; a re-run reports them again and writes nothing") {
+  World w;
+  // Rack 13 (FRA1-F01): feeds A and B, 230 V x 16 A at 80 % (2,944 W each), max_weight 500 kg;
+  // fra1-edge-01 (150 W, one PSU) and fra1-web-05 (2 x 250 W) stand there. Device 190 adds
+  // 2 x 1,400 W: with A lost, B would carry far above its 2,944 W. Device 191's second PSU
+  // records no allocated_draw: its power is unknown.
+  const std::string dir = FixturesWith(
+      "",
+      R"({"id": 190, "name": "fra1-gpu-01", "site": {"id": 1}, "device_type": {"id": 21},
+          "rack": {"id": 13}, "position": 15, "face": "front", "parent_device": null,
+          "serial": "GPU-190", "status": "active"},
+         {"id": 191, "name": "fra1-odd-01", "site": {"id": 1}, "device_type": {"id": 21},
+          "rack": {"id": 13}, "position": 17, "face": "front", "parent_device": null,
+          "serial": "ODD-191", "status": "active"})",
+      "",
+      R"({"id": 990, "device": {"id": 190}, "allocated_draw": 1400, "maximum_draw": 1600},
+         {"id": 991, "device": {"id": 190}, "allocated_draw": 1400, "maximum_draw": 1600},
+         {"id": 992, "device": {"id": 191}, "allocated_draw": 300, "maximum_draw": 495},
+         {"id": 993, "device": {"id": 191}, "allocated_draw": null, "maximum_draw": 495})");
+  Result first = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(first.out << first.err);
+  CHECK(first.exit == 4);
+  const std::string f01 = w.db.Scalar("SELECT id FROM racks WHERE name = 'FRA1-F01'");
+  // The rack's capacity, as NetBox records it.
+  CHECK(w.db.Scalar("SELECT string_agg(name || ' ' || voltage || 'x' || amperage || ' ' || phase "
+                    "|| ' ' || max_utilization || ' ' || available_watts, ', ' ORDER BY name) "
+                    "FROM power_feeds WHERE rack_id = '" + f01 + "'") ==
+        "A 230x16 single-phase 80 2944, B 230x16 single-phase 80 2944");
+  CHECK(w.db.Scalar("SELECT weight_budget_kg FROM racks WHERE id = '" + f01 + "'") == "500");
+  // The devices' figures: the sum of allocated_draw, the ports, the type's weight in kg.
+  CHECK(w.db.Scalar("SELECT power_draw_watts || ' ' || power_port_count || ' ' || weight_kg || "
+                    "' ' || airflow FROM devices WHERE serial = 'GPU-190'") ==
+        "2800 2 18 front-to-rear");
+  CHECK(w.db.Scalar("SELECT coalesce(power_draw_watts::text, 'unknown') || ' ' || power_port_count "
+                    "FROM devices WHERE serial = 'ODD-191'") == "unknown 2");
+  // The devices within the budget are placed; the two others are reported, not booked.
+  CHECK(Count(w, "bookings b JOIN devices d ON d.id = b.device_id WHERE b.released_at IS NULL "
+                 "AND d.serial IN ('JN-0113', 'DL-0114')") == "2");
+  CHECK(Count(w, "bookings b JOIN devices d ON d.id = b.device_id WHERE d.serial IN "
+                 "('GPU-190', 'ODD-191')") == "0");
+  CHECK(absl::StrContains(first.out, "device 190 (fra1-gpu-01): placement at rack 13 (FRA1-F01) "
+                                     "front U15 refused: FEED_REDUNDANCY_LOST: "));
+  CHECK(absl::StrContains(first.out, "device 191 (fra1-odd-01): placement at rack 13 (FRA1-F01) "
+                                     "front U17 refused: POWER_UNKNOWN: "));
+  CHECK(absl::StrContains(first.out, "(left for a person)"));
+  CHECK(absl::StrContains(first.out, "device 191 (fra1-odd-01): power (power port 993 records no "
+                                     "allocated_draw): left unknown in dcl"));
+  // Their units are out of sale, the blocking naming the refusal; no budget row is over or
+  // drifted.
+  CHECK(w.db.Scalar("SELECT first_unit || '-' || last_unit FROM bookings WHERE kind = "
+                    "'blocking' AND reason LIKE 'NetBox device 190 (fra1-gpu-01) stands here; its "
+                    "placement was refused, left for a person: FEED_REDUNDANCY_LOST: rack "
+                    "FRA1-F01: with feed B lost, feed A would carry 3450 W of its 2944 W%'") ==
+        "15-15");
+  CHECK(Count(w, "dcl_rack_budget_drift()") == "0");
+
+  // A re-run: the same two reported again, nothing tried, nothing written.
+  const std::string bookings = Count(w, "bookings");
+  const std::string ledger = Count(w, "client_requests");
+  Result again = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(again.out << again.err);
+  CHECK(again.exit == 4);
+  CHECK(absl::StrContains(again.out, "device 190 (fra1-gpu-01): placement at rack 13 (FRA1-F01) "
+                                     "front U15 refused: FEED_REDUNDANCY_LOST: "));
+  CHECK(absl::StrContains(again.out, "device 191 (fra1-odd-01): placement at rack 13 (FRA1-F01) "
+                                     "front U17 refused: POWER_UNKNOWN: "));
+  CHECK(absl::StrContains(again.out, "(reported again, not retried: left for a person)"));
+  CHECK_FALSE(absl::StrContains(again.out, "device 190 (fra1-gpu-01): NetBox: "));
+  CHECK(Count(w, "bookings") == bookings);
+  CHECK(Count(w, "client_requests") == ledger);
+}
+
+TEST_CASE("capacity: a rack whose feed belongs to another site's panel is refused with its "
+          "devices; nothing of it is written") {
+  World w;
+  const std::string dir = FixturesWith("", "", "");
+  // Panel 301 moves to a site NetBox's lists do not hold.
+  std::string panels = ReadFile(dir + "/power-panels.json");
+  const size_t at = panels.find("\"id\": 1,");
+  REQUIRE(at != std::string::npos);
+  WriteFile(dir + "/power-panels.json", panels.replace(at, 8, "\"id\": 2,"));
+  Result r = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(r.out << r.err);
+  CHECK(r.exit == 4);
+  CHECK(absl::StrContains(r.out, "rack 13 (FRA1-F01): power feed 401 (A): its power panel 301 "
+                                 "(PP-1) is at site 2, its rack at site 1: another site's feed"));
+  CHECK(absl::StrContains(r.out, "device 114 (fra1-web-05): its rack 13 is refused"));
+  CHECK(Count(w, "racks WHERE name = 'FRA1-F01'") == "0");
+  CHECK(Count(w, "power_feeds") == "0");
+}
+
+TEST_CASE("capacity: a dry run says which racks' figures it would set and writes none; feeds "
+          "dcl holds otherwise are drift, reported and kept, never overwritten") {
+  World w;
+  const std::string dir = Cwd() + "/tests/admin/netbox_fixtures";
+  Result dry = Run(w, {"import", "netbox", "--dir", dir, "--dry-run", "--json"});
+  INFO(dry.out << dry.err);
+  google::protobuf::Struct report;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(dry.out, &report).ok());
+  const auto& counts = report.fields().at("rack capacity").struct_value().fields();
+  CHECK(counts.at("created").number_value() == 1);
+  CHECK(counts.at("unchanged").number_value() == 0);
+  CHECK(Count(w, "power_feeds") == "0");
+  REQUIRE(Run(w, {"import", "netbox", "--dir", dir}).exit == 4);  // the overlap of device 106
+  const std::string f01 = w.db.Scalar("SELECT id FROM racks WHERE name = 'FRA1-F01'");
+  CHECK(Count(w, "power_feeds WHERE rack_id = '" + f01 + "'") == "2");
+  // An operator gives FRA1-F01 stronger feeds in dcl; NetBox still records 16 A.
+  Result feeds = Run(w, {"rack", "feeds", f01, "A:230x32", "B:230x32"});
+  INFO(feeds.out << feeds.err);
+  REQUIRE(feeds.exit == 0);
+  Result again = Run(w, {"import", "netbox", "--dir", dir});
+  INFO(again.out << again.err);
+  CHECK(absl::StrContains(again.out, "rack 13 (FRA1-F01): power feeds: NetBox: A 230V x 16A 80%, "
+                                     "B 230V x 16A 80%; dcl: A 230V x 32A 80%, B 230V x 32A 80%"));
+  CHECK(w.db.Scalar("SELECT string_agg(amperage::text, ',' ORDER BY name) FROM power_feeds WHERE "
+                    "rack_id = '" + f01 + "'") == "32,32");
+}
+
+TEST_CASE("capacity: feeds NetBox records below what a rack carries already are refused by the "
+          "database and reported; no device is added to that rack, each left for a person, "
+          "again on a re-run") {
+  World w;
+  // First without the power feeds: FRA1-F01 takes fra1-edge-01 and fra1-web-05 (650 W).
+  const std::string before = FixturesWith("", "", "");
+  std::remove((before + "/power-feeds.json").c_str());
+  REQUIRE(Run(w, {"import", "netbox", "--dir", before}).exit == 4);  // the overlap of device 106
+  REQUIRE(Count(w, "power_feeds") == "0");
+  // Then NetBox records 230 V x 1 A feeds (184 W derated each) and a new device in the rack.
+  const std::string after = FixturesWith(
+      "",
+      R"({"id": 190, "name": "fra1-gpu-01", "site": {"id": 1}, "device_type": {"id": 21},
+          "rack": {"id": 13}, "position": 15, "face": "front", "parent_device": null,
+          "serial": "GPU-190", "status": "active"})",
+      "", R"({"id": 990, "device": {"id": 190}, "allocated_draw": 100})");
+  std::string weak = ReadFile(after + "/power-feeds.json");
+  for (size_t at = weak.find("\"amperage\": 16"); at != std::string::npos;
+       at = weak.find("\"amperage\": 16", at)) {
+    weak.replace(at, 14, "\"amperage\": 1");
+  }
+  WriteFile(after + "/power-feeds.json", weak);
+  for (int run = 0; run < 2; ++run) {
+    Result r = Run(w, {"import", "netbox", "--dir", after});
+    INFO("run " << run << "\n" << r.out << r.err);
+    CHECK(r.exit == 4);
+    CHECK(absl::StrContains(r.out, "rack 13 (FRA1-F01): power feeds A 230V x 1A 80%, B 230V x "
+                                   "1A 80% refused: "));
+    CHECK(absl::StrContains(r.out, "device 190 (fra1-gpu-01): placement at rack 13 (FRA1-F01) "
+                                   "front U15 "));
+    CHECK(absl::StrContains(r.out, "its rack's power feeds A 230V x 1A 80%, B 230V x 1A 80% "
+                                   "refused: "));
+    CHECK(Count(w, "power_feeds") == "0");
+    CHECK(Count(w, "bookings b JOIN devices d ON d.id = b.device_id WHERE d.serial = 'GPU-190' "
+                   "AND b.kind <> 'blocking'") == "0");
+    CHECK(Count(w, "bookings WHERE kind = 'blocking' AND reason LIKE 'NetBox device 190 %'") ==
+          "1");
+  }
 }
 
 }  // namespace
