@@ -53,17 +53,18 @@ export interface Refusal {
   over: Over | null;
 }
 
-// What a capacity refusal names: "power", "weight", "cooling", "feed" or "feed_lost".
+// What a capacity refusal names: "power", "weight", "cooling", "feed", "feed_lost" or "ports".
 export interface Over {
   dimension: string;
   feed: string;
   lostFeed: string;
+  speed: string; // ports: the speed that ran out
 }
 
 export function overOf(metadata: { [key: string]: string } | undefined): Over | null {
   const dimension = metadata?.["dimension"] ?? "";
   if (dimension === "") return null;
-  return { dimension, feed: metadata?.["feed"] ?? "", lostFeed: metadata?.["lost_feed"] ?? "" };
+  return { dimension, feed: metadata?.["feed"] ?? "", lostFeed: metadata?.["lost_feed"] ?? "", speed: metadata?.["speed"] ?? "" };
 }
 
 export function refusalOf(error: unknown): Refusal {

@@ -5,7 +5,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { Reason, Side, type Slot } from "./gen/dcl/v1/common_pb";
 import type { Device } from "./gen/dcl/v1/inventory_pb";
-import { BookingKind, type Rack, type RackCapacity, type CapacityDimension, type FeedCapacity } from "./gen/dcl/v1/occupancy_pb";
+import { BookingKind, type Rack, type RackCapacity, type CapacityDimension, type FeedCapacity, type PortCapacity } from "./gen/dcl/v1/occupancy_pb";
 import { newRequestId, overOf, refusalOf, sideName, slotsText, type Api, type Over, type Refusal } from "./api";
 import { Elevation, bookingRuns, kindName } from "./elevation";
 
@@ -347,6 +347,7 @@ function overText(o: Over): string {
   if (o.dimension === "feed_lost") return `feed ${o.feed} with feed ${o.lostFeed} lost`;
   if (o.dimension === "feed") return `feed ${o.feed}`;
   if (o.dimension === "cooling") return "the cooling budget (heat)";
+  if (o.dimension === "ports") return `the ${o.speed} switch ports`;
   return `the ${o.dimension} budget`;
 }
 
@@ -365,6 +366,7 @@ function Capacity({ capacity, label, over }: { capacity: RackCapacity; label: (i
       <Dimension title="Heat (cooling)" unit="W" d={capacity.coolingWatts} label={label} refused={over?.dimension === "cooling"} />
       <p>Airflow: {capacity.airflow || "none set (no device is refused for its airflow)"}</p>
       <Dimension title="Weight" unit="kg" d={capacity.weightKg} label={label} refused={over?.dimension === "weight"} />
+      <Ports ports={capacity.ports} over={over} />
     </section>
   );
 }
@@ -375,6 +377,7 @@ function Feeds({ feeds, over }: { feeds: FeedCapacity[]; over: Over | null }) {
   if (feeds.length === 0) return <p>Power feeds: none recorded.</p>;
   const lostNames = feeds.map((f) => f.name);
   return (
+    <div class="table-scroll">
     <table class="feeds">
       <caption>Power feeds (N-1: what each carries with another lost)</caption>
       <thead>
@@ -419,6 +422,29 @@ function Feeds({ feeds, over }: { feeds: FeedCapacity[]; over: Over | null }) {
         })}
       </tbody>
     </table>
+    </div>
+  );
+}
+
+// Switch ports per speed the rack offers or uses; the speed a refusal names is marked.
+function Ports({ ports, over }: { ports: PortCapacity[]; over: Over | null }) {
+  const shown = ports.filter((p) => p.offered > 0n || p.used > 0n);
+  if (shown.length === 0) return <p>Switch ports: none recorded.</p>;
+  return (
+    <div class="dimension">
+      <h4>Switch ports</h4>
+      <ul>
+        {shown.map((p) => {
+          const refused = over?.dimension === "ports" && over.speed === p.speed;
+          return (
+            <li key={p.speed} data-over={refused ? `ports-${p.speed}` : undefined}>
+              {p.speed}: {p.used.toString()} of {p.offered.toString()} used
+              {refused ? " (refused here)" : ""}
+            </li>
+          );
+        })}
+      </ul>
+    </div>
   );
 }
 

@@ -180,7 +180,14 @@ test("a rack's capacity per feed with N-1, heat and airflow; a refusal marks the
     name: "CAP-R1",
     geometry: { firstUnit: 1, unitCount: 42, numbering: Numbering.ASCENDING, hasRear: true },
   });
-  await operator.inventory.updateRack({ requestId: `cap-up-${unique}`, rackId: rack.id, coolingBudgetWatts: 5000, airflow: Airflow.FRONT_TO_REAR });
+  await operator.inventory.updateRack({
+    requestId: `cap-up-${unique}`,
+    rackId: rack.id,
+    coolingBudgetWatts: 5000,
+    airflow: Airflow.FRONT_TO_REAR,
+    setSwitchPorts: true,
+    switchPorts: [{ speed: "10g", count: 8 }],
+  });
   await operator.inventory.setPowerFeeds({
     requestId: `cap-feeds-${unique}`,
     rackId: rack.id,
@@ -198,6 +205,8 @@ test("a rack's capacity per feed with N-1, heat and airflow; a refusal marks the
       powerDrawWatts,
       powerPortCount,
       airflow: Airflow.FRONT_TO_REAR,
+      networkPortsKnown: true,
+      networkPorts: [{ speed: "10g", count: 2 }],
       initialState: ProcessState.PROCESS_NORMAL,
     });
   const dual = await register("DUAL", 1000, 2);
@@ -217,6 +226,7 @@ test("a rack's capacity per feed with N-1, heat and airflow; a refusal marks the
   assert.deepEqual(await cells("B"), ["2,944 W", "500 W", "1,000 W", "–", "1,944 W"]);
   await capacity.getByText("1400 W counted of 5000 W budget").waitFor();
   await capacity.getByText("Airflow: front-to-rear").waitFor();
+  await capacity.getByText("10g: 4 of 8 used").waitFor();
 
   // The 1,600 W server placed from the form: A would carry 3,000 W with B lost. The refusal says
   // so and marks exactly that cell, as UNIT_OCCUPIED marks its units.
