@@ -184,8 +184,8 @@ std::vector<std::string> DetailLines(const v1::ErrorDetail& detail) {
 
 std::vector<std::string> DescribeError(const grpc::Status& status) {
   const std::optional<v1::ErrorDetail> detail = ErrorDetailFromGrpc(status);
-  std::string head =
-      absl::StrCat(FailureKind(status.error_code()), " (", CodeName(status.error_code()));
+  std::string head = absl::StrCat(FailureKind(status.error_code()), " (",
+                                   CodeName(status.error_code()));
   if (detail && detail->reason() != v1::REASON_UNSPECIFIED) {
     absl::StrAppend(&head, ", ", v1::Reason_Name(detail->reason()));
   }
@@ -341,10 +341,10 @@ bool ParsePowerFeed(const std::string& text, v1::PowerFeed* feed, std::string* e
 std::vector<std::string> PowerFeedsText(const v1::RackRecord& rack) {
   std::vector<std::string> lines;
   for (const v1::PowerFeed& f : rack.power_feeds()) {
-    lines.push_back(
-        absl::StrCat("feed ", f.name(), ": ", f.voltage(), " V x ", f.amperage(), " A ",
-                     f.phase() == v1::POWER_PHASE_THREE ? "three-phase" : "single-phase", " at ",
-                     f.max_utilization(), " % = ", f.available_watts(), " W available"));
+    lines.push_back(absl::StrCat(
+        "feed ", f.name(), ": ", f.voltage(), " V x ", f.amperage(), " A ",
+        f.phase() == v1::POWER_PHASE_THREE ? "three-phase" : "single-phase", " at ",
+        f.max_utilization(), " % = ", f.available_watts(), " W available"));
   }
   return lines;
 }
@@ -393,11 +393,11 @@ std::vector<std::string> BookingText(const v1::Booking& b) {
   if (!b.device_id().empty()) rows.push_back({"device", b.device_id()});
   if (b.has_expires_at()) rows.push_back({"expires", TimestampText(b.expires_at())});
   if (!b.reason().empty()) rows.push_back({"reason", b.reason()});
-  rows.push_back(
-      {"created", absl::StrCat(TimestampText(b.created_at()), " by ", Or(b.created_by()))});
+  rows.push_back({"created", absl::StrCat(TimestampText(b.created_at()), " by ",
+                                          Or(b.created_by()))});
   if (b.has_released_at()) {
-    rows.push_back(
-        {"released", absl::StrCat(TimestampText(b.released_at()), " by ", Or(b.released_by()))});
+    rows.push_back({"released", absl::StrCat(TimestampText(b.released_at()), " by ",
+                                             Or(b.released_by()))});
   }
   return KeyValues(rows);
 }
@@ -503,9 +503,9 @@ std::vector<std::string> SiteCapacityText(const v1::SiteCapacity& c) {
 
 std::vector<std::string> PlanText(const v1::PlanBookingResponse& plan) {
   if (plan.ok()) return {"would claim: " + DescribeSlotRanges(Slots(plan.slots()))};
-  std::vector<std::string> lines = {
-      absl::StrCat("would be refused (", v1::Reason_Name(plan.rejection().reason()),
-                   "): ", Or(plan.rejection().message(), "no message"))};
+  std::vector<std::string> lines = {absl::StrCat(
+      "would be refused (", v1::Reason_Name(plan.rejection().reason()), "): ",
+      Or(plan.rejection().message(), "no message"))};
   for (std::string& line : DetailLines(plan.rejection())) lines.push_back(std::move(line));
   return lines;
 }
@@ -595,8 +595,8 @@ std::string DeviceLabel(const v1::Device& d) {
 }
 
 std::vector<std::string> SiteText(const v1::Site& site) {
-  return KeyValues(
-      {{"site", site.id()}, {"name", site.name()}, {"created", TimestampText(site.created_at())}});
+  return KeyValues({{"site", site.id()}, {"name", site.name()},
+                    {"created", TimestampText(site.created_at())}});
 }
 
 std::vector<std::string> SitesTable(const v1::ListSitesResponse& list) {

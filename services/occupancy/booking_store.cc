@@ -382,8 +382,8 @@ struct InsertArgs {
   int64_t ttl_seconds = 0;
   std::string actor;
   std::string reason;
-  std::string sides;                   // text[] literal
-  std::string units;                   // integer[] literal
+  std::string sides;  // text[] literal
+  std::string units;  // integer[] literal
   std::optional<int64_t> power_watts;  // a reservation's figures (BookingSpec)
   std::optional<int64_t> weight_kg;
   std::optional<std::string> feed_names;  // text[] literal; NULL when none are named
@@ -393,10 +393,10 @@ struct InsertArgs {
 // the violations of the insert and of the promotion. ExecCached: the call is parsed and planned
 // once per connection where the connection is its own.
 GuardedResult InsertBooking(pqxx::transaction_base& tx, const InsertArgs& a) {
-  const pqxx::row row =
-      ExecCached1(tx, kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind, a.device_id,
-                  a.front, a.rear, a.first_unit, a.last_unit, a.ttl_seconds, a.actor, a.reason,
-                  a.sides, a.units, a.power_watts, a.weight_kg, a.feed_names);
+  const pqxx::row row = ExecCached1(tx, kInsertBookingSql, a.org_id, a.site_id, a.rack_id, a.kind,
+                                    a.device_id, a.front, a.rear, a.first_unit, a.last_unit,
+                                    a.ttl_seconds, a.actor, a.reason, a.sides, a.units,
+                                    a.power_watts, a.weight_kg, a.feed_names);
   GuardedResult result;
   if (!row[0].is_null()) result.returned = row[0].as<std::string>();
   result.affected = result.returned ? 1 : 0;
@@ -809,11 +809,11 @@ absl::Status NotInReservation(const std::string& reservation_id, const std::stri
                               const std::vector<SlotRef>& needed,
                               const std::vector<SlotRef>& reserved,
                               const std::vector<SlotRef>& missing) {
-  return Error(
-             absl::StatusCode::kFailedPrecondition, v1::NOT_IN_RESERVATION,
-             absl::StrCat("device ", device_id, " needs ", DescribeSlots(needed), "; reservation ",
-                          reservation_id, " does not hold ", DescribeSlots(missing), " (it holds ",
-                          reserved.empty() ? "nothing" : DescribeSlots(reserved), ")"))
+  return Error(absl::StatusCode::kFailedPrecondition, v1::NOT_IN_RESERVATION,
+               absl::StrCat("device ", device_id, " needs ", DescribeSlots(needed),
+                            "; reservation ", reservation_id, " does not hold ",
+                            DescribeSlots(missing), " (it holds ",
+                            reserved.empty() ? "nothing" : DescribeSlots(reserved), ")"))
       .Meta("reservation_id", reservation_id)
       .Meta("device_id", device_id)
       .Meta("needed", DescribeSlots(needed))
@@ -976,8 +976,9 @@ absl::StatusOr<PlanOutcome> PlanBooking(pqxx::transaction_base& tx, const Princi
   if (spec.kind == v1::BOOKING_RESERVATION && spec.ttl_seconds <= 0) {
     return InvalidInput("ttl_seconds", "a reservation needs an expiry");
   }
-  if (!ClaimIsWithin(prepared->rack.geometry, outcome.slots))
+  if (!ClaimIsWithin(prepared->rack.geometry, outcome.slots)) {
     return Internal("empty or stray claim");
+  }
   // The capacity rules (power per feed with N-1, cooling, airflow, power and weight, unknown
   // figures): asked of the database itself by writing the booking and undoing it at once, so the
   // plan says exactly what the write would and no rule is restated here. The undo releases the

@@ -63,8 +63,8 @@ absl::StatusOr<PreparedDelivery> PrepareDelivery(pqxx::transaction_base& tx, con
           return InvalidInput(field + ".spec.depth_class",
                               "say full, half or unknown (unknown claims both sides)");
         }
-        if (absl::Status s =
-                CheckText(field + ".spec.label", item.spec().label(), kMaxLabelLength, false);
+        if (absl::Status s = CheckText(field + ".spec.label", item.spec().label(),
+                                       kMaxLabelLength, false);
             !s.ok()) {
           return s;
         }
@@ -217,11 +217,12 @@ absl::Status NoRoomForEveryItem(const v1::DeliveryPlan& plan, size_t total) {
     listed.push_back(absl::StrCat(plan.unplaced(i).name(), " (",
                                   absl::StrJoin(plan.unplaced(i).reasons(), "; "), ")"));
   }
-  return Error(
-             absl::StatusCode::kFailedPrecondition, v1::NO_CAPACITY,
-             absl::StrCat(plan.unplaced_size(), " of ", total,
-                          " items fit nowhere, nothing reserved: ", absl::StrJoin(listed, "; "),
-                          plan.unplaced_size() > static_cast<int>(kUnplacedListed) ? "; ..." : ""))
+  return Error(absl::StatusCode::kFailedPrecondition, v1::NO_CAPACITY,
+               absl::StrCat(plan.unplaced_size(), " of ", total,
+                            " items fit nowhere, nothing reserved: ",
+                            absl::StrJoin(listed, "; "),
+                            plan.unplaced_size() > static_cast<int>(kUnplacedListed) ? "; ..."
+                                                                                      : ""))
       .Meta("unplaced", std::to_string(plan.unplaced_size()))
       .status();
 }
@@ -299,8 +300,8 @@ absl::Status OccupancyLogic::ReserveDelivery(const Principal& p,
       return InvalidInput("planned.items", absl::StrCat("at most ", kMaxDeliveryItems, " items"));
     }
   }
-  const int64_t ttl =
-      req.ttl_seconds() == 0 ? options_.default_reservation_ttl_seconds : req.ttl_seconds();
+  const int64_t ttl = req.ttl_seconds() == 0 ? options_.default_reservation_ttl_seconds
+                                             : req.ttl_seconds();
   const std::string reason = req.reason().empty() ? "delivery" : req.reason();
   return request_ledger::TransactOnce(
       pool_, p.org_id, Rpc::kReserveDelivery, req.request_id(), req, out, replayed,
@@ -350,7 +351,8 @@ absl::Status OccupancyLogic::ReserveDelivery(const Principal& p,
           }
           std::optional<v1::ErrorDetail> detail = GetErrorDetail(booking.status());
           if (!detail || detail->reason() != v1::UNIT_OCCUPIED) return booking.status();
-          const std::string rack = item.rack_name().empty() ? item.rack_id() : item.rack_name();
+          const std::string rack =
+              item.rack_name().empty() ? item.rack_id() : item.rack_name();
           if (collisions.count(rack) == 0) rack_order.push_back(rack);
           for (const v1::Slot& s : detail->colliding_slots()) {
             collisions[rack].push_back({s.side(), s.unit()});

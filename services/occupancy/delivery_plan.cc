@@ -105,10 +105,10 @@ Spot FindSpot(const RackState& s, const DeliveryItem& item, v1::Side wanted, Fit
         if (length >= item.height) {
           Spot spot{true, mode, run_start, length - item.height};
           const bool better =
-              !best.found ||
-              (fit == Fit::kFirst
-                   ? spot.low < best.low
-                   : (spot.slack != best.slack ? spot.slack < best.slack : spot.low < best.low));
+              !best.found || (fit == Fit::kFirst
+                                  ? spot.low < best.low
+                                  : (spot.slack != best.slack ? spot.slack < best.slack
+                                                              : spot.low < best.low));
           if (better) best = spot;
           if (fit == Fit::kFirst) break;  // the first run that fits is this mode's lowest
         }
@@ -171,8 +171,7 @@ PlannedItem Commit(RackState& s, const DeliveryItem& item, int index, const Spot
   p.side = spot.mode.hangs_on;
   // The anchor is the device's lowest rack unit: the bottom of its units physically, which is
   // the highest number in a descending rack (rack_plan.h).
-  p.anchor_unit =
-      g.descending ? g.first_unit + spot.low + item.height - 1 : g.first_unit + spot.low;
+  p.anchor_unit = g.descending ? g.first_unit + spot.low + item.height - 1 : g.first_unit + spot.low;
   for (int i = spot.low; i < spot.low + item.height; ++i) {
     if (spot.mode.front) {
       s.front[i] = 1;
@@ -289,8 +288,8 @@ std::string OverBudget(const char* dimension, const char* unit, int64_t used, in
 }
 
 // Why `item` fits nowhere in `s`, one rack's part of the answer: "R101: units free, power ...".
-std::string RackReason(const RackState& s, const DeliveryItem& item, const DeliveryConstraints& c,
-                       const std::string& together_in) {
+std::string RackReason(const RackState& s, const DeliveryItem& item,
+                       const DeliveryConstraints& c, const std::string& together_in) {
   const DeliveryRack& r = *s.rack;
   std::string label = r.name.empty() ? r.id : r.name;
   if (!together_in.empty() && together_in != r.id) {
@@ -305,8 +304,8 @@ std::string RackReason(const RackState& s, const DeliveryItem& item, const Deliv
   if (modes.empty()) {
     parts.push_back("no rear side (open frame)");
   } else if (!FindSpot(s, item, c.side, Fit::kFirst).found) {
-    parts.push_back(
-        absl::StrCat("no ", item.height, " contiguous units free on ", SidesText(modes)));
+    parts.push_back(absl::StrCat("no ", item.height, " contiguous units free on ",
+                                 SidesText(modes)));
   } else {
     parts.push_back("units free");
   }

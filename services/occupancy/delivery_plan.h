@@ -130,10 +130,10 @@ struct UnplacedItem {
 };
 
 struct DeliveryPlan {
-  std::vector<PlannedItem> planned;    // in item order
-  std::vector<RackView> racks;         // the allowed racks, in order
-  std::vector<UnplacedItem> unplaced;  // in item order
-  std::string strategy;                // which strategy's plan this is
+  std::vector<PlannedItem> planned;   // in item order
+  std::vector<RackView> racks;        // the allowed racks, in order
+  std::vector<UnplacedItem> unplaced; // in item order
+  std::string strategy;               // which strategy's plan this is
 };
 
 // Whether one more booking adding `amount` (0: a figure it does not have) fits one dimension

@@ -53,15 +53,16 @@ absl::StatusOr<std::vector<DeliveryRack>> LoadDeliveryRacks(pqxx::transaction_ba
     racks.push_back(std::move(r));
   }
   // Every active slot of the site's racks, one row per slot.
-  for (const auto& row :
-       ExecCached(tx,
-                  "SELECT s.rack_id::text, s.side, s.unit FROM booking_slots s "
-                  "JOIN racks r ON r.id = s.rack_id "
-                  "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND s.released_at IS NULL",
-                  site_id, org_id)) {
+  for (const auto& row : ExecCached(
+           tx,
+           "SELECT s.rack_id::text, s.side, s.unit FROM booking_slots s "
+           "JOIN racks r ON r.id = s.rack_id "
+           "WHERE r.site_id = $1::uuid AND r.org_id = $2::uuid AND s.released_at IS NULL",
+           site_id, org_id)) {
     auto it = index.find(row[0].as<std::string>());
     if (it == index.end()) continue;
-    racks[it->second].occupied.push_back({ParseSide(row[1].as<std::string>()), row[2].as<int>()});
+    racks[it->second].occupied.push_back(
+        {ParseSide(row[1].as<std::string>()), row[2].as<int>()});
   }
   // The budget rows the database judges an addition by (schema 0039): allowance and unknown.
   std::set<std::string> has_rows;

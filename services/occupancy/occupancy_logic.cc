@@ -250,14 +250,14 @@ absl::StatusOr<v1::Booking> PlaceInTransaction(pqxx::transaction_base& tx, const
 
 absl::Status OccupancyLogic::PlaceDevice(const Principal& p, const v1::PlaceDeviceRequest& req,
                                          v1::Booking* out, bool* replayed) {
-  return request_ledger::TransactOnce(pool_, p.org_id, Rpc::kPlaceDevice, req.request_id(), req,
-                                      out, replayed, [&](pqxx::work& tx) -> absl::Status {
-                                        absl::StatusOr<v1::Booking> booking =
-                                            PlaceInTransaction(tx, p, req);
-                                        if (!booking.ok()) return booking.status();
-                                        *out = *std::move(booking);
-                                        return absl::OkStatus();
-                                      });
+  return request_ledger::TransactOnce(
+      pool_, p.org_id, Rpc::kPlaceDevice, req.request_id(), req, out, replayed,
+      [&](pqxx::work& tx) -> absl::Status {
+        absl::StatusOr<v1::Booking> booking = PlaceInTransaction(tx, p, req);
+        if (!booking.ok()) return booking.status();
+        *out = *std::move(booking);
+        return absl::OkStatus();
+      });
 }
 
 // All or none, in one transaction, rather than a result per item: a caller that reads only

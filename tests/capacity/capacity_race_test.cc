@@ -101,8 +101,8 @@ void Race(Budget budget, v1::Reason expected_refusal, const char* label) {
     CHECK(refusals.size() == 1);
     CHECK(refusals[absl::StrCat("FAILED_PRECONDITION ", v1::Reason_Name(expected_refusal))] ==
           kContenders - kFits);
-    CHECK(w.db.Count(absl::StrCat("SELECT count(*) FROM bookings WHERE rack_id = '", rack, "'")) ==
-          kFits);
+    CHECK(w.db.Count(
+              absl::StrCat("SELECT count(*) FROM bookings WHERE rack_id = '", rack, "'")) == kFits);
     if (budget == Budget::kCooling) {
       CHECK(w.CoolingUsed(rack) == kFits * kServerWatts);
     } else if (budget == Budget::kRackPower) {
@@ -144,9 +144,8 @@ TEST_CASE("32 placements race for a rack power budget of 5: 5 placed, 27 POWER_B
 // (StartMove's destination) and promotions of units-only reservations (a delivered server placed
 // out of its reservation). Whatever the mix, exactly k win, every other one is refused with the
 // budget's reason, and the row equals a recomputation.
-TEST_CASE(
-    "32 mixed bookings race for a rack power budget of 5: placements, reservations with "
-    "figures, move holds and promotions; 5 win") {
+TEST_CASE("32 mixed bookings race for a rack power budget of 5: placements, reservations with "
+          "figures, move holds and promotions; 5 win") {
   CapacityWorld w;
   std::vector<std::unique_ptr<DbPool>> pools;
   for (int i = 0; i < kContenders; ++i) pools.push_back(w.db.MakePool(1));
@@ -218,11 +217,10 @@ TEST_CASE(
     for (int i = 0; i < kContenders; ++i) {
       if (outcomes[i].ok()) ++won_by_kind[i % 4];
     }
-    std::printf(
-        "mixed round %d: %d won (placements %d, reservations %d, move holds %d, "
-        "promotions %d),%s\n",
-        round, won, won_by_kind[0], won_by_kind[1], won_by_kind[2], won_by_kind[3],
-        summary.c_str());
+    std::printf("mixed round %d: %d won (placements %d, reservations %d, move holds %d, "
+                "promotions %d),%s\n",
+                round, won, won_by_kind[0], won_by_kind[1], won_by_kind[2], won_by_kind[3],
+                summary.c_str());
     std::fflush(stdout);
     INFO("mixed round " << round << ": " << won << " won," << summary);
     CHECK(won == kFits);

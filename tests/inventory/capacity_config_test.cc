@@ -87,10 +87,9 @@ class World : public testing::SuiteWorld {
   }
 
   std::string FeedNames() {
-    return db.Scalar(
-        absl::StrCat("SELECT string_agg(name, ',' ORDER BY name) FROM power_feeds "
-                     "WHERE rack_id = '",
-                     rack_id, "'"));
+    return db.Scalar(absl::StrCat("SELECT string_agg(name, ',' ORDER BY name) FROM power_feeds "
+                                  "WHERE rack_id = '",
+                                  rack_id, "'"));
   }
 
   std::string op, site_id, rack_id;
@@ -175,8 +174,7 @@ TEST_CASE("a rack's feeds are set as a set and judged where the set ends, agains
   SECTION("the same request id replays the first answer") {
     v1::RackRecord first, second;
     const std::string id = "5e1d0000-0000-4000-8000-000000000040";
-    testing::Call a =
-        w.SetFeeds({World::Feed("A", 230, 32), World::Feed("B", 230, 32)}, &first, id);
+    testing::Call a = w.SetFeeds({World::Feed("A", 230, 32), World::Feed("B", 230, 32)}, &first, id);
     REQUIRE(a.status.ok());
     CHECK_FALSE(a.replay());
     testing::Call b =
