@@ -360,11 +360,9 @@ std::optional<absl::Status> ConfigurationRefusal(pqxx::transaction_base& tx,
         .status();
   }
   if (name == kAirflowMatches) {
+    // The rule itself (schema 0041's dcl_airflow_refusal), not a copy of it.
     const std::string device = DeviceInTheWay(
-        tx, rack_id,
-        "($2 = 'front-to-rear' AND d.airflow IN ('rear-to-front', 'rear-to-side')) OR "
-        "($2 = 'rear-to-front' AND d.airflow IN ('front-to-rear', 'side-to-rear'))",
-        airflow);
+        tx, rack_id, "dcl_airflow_refusal($2, d.airflow) = 'bookings_airflow_matches'", airflow);
     pqxx::result r =
         tx.exec_params("SELECT airflow FROM devices WHERE id = nullif($1, '')::uuid", device);
     const std::string device_airflow = r.empty() ? "" : Text(r[0][0]);
